@@ -1,0 +1,201 @@
+"""Validation: ``is_canonical_id``, ``is_legacy_id``, ``is_id`` and their helpers.
+
+Contract (``../shared/seeds/id-format.txt``, "Validation"):
+
+* a value is accepted only as it is: no case folding, Unicode normalisation, percent-decoding or trimming;
+* anything that is not a ``str`` is refused (``False``), never an exception;
+* the length is checked (at most ``ID_MAX_LENGTH``) before any parsing;
+* ``prefix`` is one prefix, an iterable of prefixes, or ``None`` for any; a prefix outside the registry
+  is a programming error and raises :class:`~agentfy.ids.registry.UnknownPrefixError` (a ``ValueError``);
+* validation never looks anything up and never grants access.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Final
+
+from agentfy.ids.constants import ID_MAX_LENGTH, ID_PREFIX_MAX_LENGTH, ID_SUFFIX_ALPHABET, ID_SUFFIX_LENGTH
+from agentfy.ids.formats import (
+    AGENTFY_WORDS_LEGACY,
+    CANONICAL,
+    LEGACY_ID_FORMATS,
+    PRODUCT_LEGACY_ID_FORMATS,
+    IdFormat,
+    Prefixes,
+    WordsFormat,
+)
+from agentfy.ids.registry import ID_PREFIXES, ID_PREFIXES_LONGEST_FIRST, PREFIX_SHAPE, UnknownPrefixError
+from agentfy.ids.words import ADJECTIVES, NOUNS
+
+PrefixArg = str | Iterable[str] | None
+"""What the validators accept as ``prefix``: one, several, or ``None`` for any registered prefix."""
+
+_CANONICAL_SUFFIX_LENGTH: Final = ID_SUFFIX_LENGTH
+
+
+class UnknownProductError(ValueError):
+    """A product name other than the five that share the format."""
+
+    def __init__(self, product: object) -> None:
+        super().__init__(f"unknown product {product!r}; expected one of {', '.join(PRODUCT_LEGACY_ID_FORMATS)}")
+
+
+@functools.lru_cache(maxsize=256)
+def _registered(prefixes: tuple[str, ...]) -> frozenset[str]:
+    for prefix in prefixes:
+        if not isinstance(prefix, str) or prefix not in ID_PREFIXES:
+            raise UnknownPrefixError(prefix)
+    return frozenset(prefixes)
+
+
+@functools.lru_cache(maxsize=256)
+def _well_formed(prefixes: tuple[str, ...]) -> frozenset[str]:
+    for prefix in prefixes:
+        if (not isinstance(prefix, str) or len(prefix) > ID_PREFIX_MAX_LENGTH
+                or not PREFIX_SHAPE.fullmatch(prefix)):
+            raise ValueError(f"ID prefix {prefix!r} is not a well-formed prefix "
+                             f"(lower-case kebab-case, at most {ID_PREFIX_MAX_LENGTH} characters)")
+    return frozenset(prefixes)
+
+
+def _as_tuple(prefix: str | Iterable[str]) -> tuple[str, ...]:
+    if isinstance(prefix, str):
+        return (prefix,)
+    try:
+        return tuple(prefix)
+    except TypeError:
+        raise UnknownPrefixError(prefix) from None
+
+
+def allowed_prefixes(prefix: PrefixArg, product: str = "agentfy") -> Prefixes:
+    """The set a value's prefix must belong to, or ``None`` for any well-formed one (other products)."""
+    if product == "agentfy":
+        return ID_PREFIXES if prefix is None else _registered(_as_tuple(prefix))
+    if product not in PRODUCT_LEGACY_ID_FORMATS:
+        raise UnknownProductError(product)
+    return None if prefix is None else _well_formed(_as_tuple(prefix))
+
+
+def _exact_str(value: object) -> str | None:
+    """``value`` as an exact ``str`` if it is one and not too long, else ``None``."""
+    if type(value) is not str:
+        if not isinstance(value, str):
+            return None
+        value = str.__str__(value)  # a subclass may override methods; validate its plain string
+    return value if len(value) <= ID_MAX_LENGTH else None
+
+
+def _canonical(text: str, prefixes: Prefixes) -> bool:
+    """The canonical shape, written out for speed; ``CANONICAL.match`` is the general version."""
+    if prefixes is None:
+        return CANONICAL.match(text, None)
+    try:
+        head, adjective, noun, suffix = text.rsplit("-", 3)
+    except ValueError:
+        return False
+    return (head in prefixes and adjective in ADJECTIVES and noun in NOUNS
+            and len(suffix) == _CANONICAL_SUFFIX_LENGTH and not suffix.strip(ID_SUFFIX_ALPHABET))
+
+
+def is_canonical_id(value: object, prefix: PrefixArg = None) -> bool:
+    """Whether ``value`` is ``<registered prefix>-<adjective>-<noun>-<12 Crockford base32>``."""
+    prefixes = ID_PREFIXES if prefix is None else allowed_prefixes(prefix)
+    text = _exact_str(value)
+    return text is not None and _canonical(text, prefixes)
+
+
+def legacy_id_format(value: object, prefix: PrefixArg = None, *, product: str = "agentfy") -> IdFormat | None:
+    """The ``product``'s legacy format that ``value`` matches, or ``None``."""
+    prefixes = allowed_prefixes(prefix, product)
+    text = _exact_str(value)
+    if text is None:
+        return None
+    for fmt in PRODUCT_LEGACY_ID_FORMATS[product]:
+        if fmt.match(text, prefixes):
+            return fmt
+    return None
+
+
+def is_legacy_id(value: object, prefix: PrefixArg = None, *, product: str = "agentfy") -> bool:
+    """Whether ``value`` is in one of ``product``'s earlier formats (accepted, never minted)."""
+    return legacy_id_format(value, prefix, product=product) is not None
+
+
+def _general_is_id(value: object, prefix: PrefixArg, product: str) -> bool:
+    prefixes = allowed_prefixes(prefix, product)
+    text = _exact_str(value)
+    if text is None:
+        return False
+    return _canonical(text, prefixes) or any(fmt.match(text, prefixes)
+                                             for fmt in PRODUCT_LEGACY_ID_FORMATS[product])
+
+
+def _build_is_id() -> Callable[..., bool]:
+    # The hot path of every API request, event and "ID or key" lookup.  The names it uses are bound in
+    # this closure because module-global lookups would cost about a fifth of a call.  It decides only the
+    # common case (an exact str, one registered prefix, Agentfy): canonical values are accepted at once, and
+    # values that cannot be in any Agentfy format (too few hyphens, neither a 20-character suffix nor the
+    # length of a UUID) are refused at once.  Everything else goes through the general path.
+    exact_str, registered, adjectives, nouns = str, ID_PREFIXES, ADJECTIVES, NOUNS
+    alphabet, max_length, suffix_length = ID_SUFFIX_ALPHABET, ID_MAX_LENGTH, ID_SUFFIX_LENGTH
+    legacy_suffix_length, uuid_length, general = AGENTFY_WORDS_LEGACY.suffix_length, 36, _general_is_id
+
+    def is_id(value: object, prefix: PrefixArg, *, product: str = "agentfy") -> bool:
+        """Canonical or ``product``-legacy: what API validators, pipes and gateways accept for an ID."""
+        if value.__class__ is exact_str and prefix.__class__ is exact_str and product == "agentfy":
+            if prefix not in registered:
+                raise UnknownPrefixError(prefix)
+            try:
+                head, adjective, noun, suffix = value.rsplit("-", 3)
+            except ValueError:
+                return False  # fewer than three hyphens: no Agentfy format
+            # No length check before this accept: a registered prefix, two dictionary words and 12 characters
+            # are at most 62 characters, so anything accepted here is within ID_MAX_LENGTH by construction.
+            if (head == prefix and adjective in adjectives and noun in nouns
+                    and len(suffix) == suffix_length and not suffix.strip(alphabet)):
+                return True
+            if len(value) > max_length or (len(suffix) != legacy_suffix_length and len(value) != uuid_length):
+                return False
+        return general(value, prefix, product)
+
+    return is_id
+
+
+is_id: Final = _build_is_id()
+
+
+def id_format_of(value: object, prefix: PrefixArg = None, *, product: str = "agentfy") -> IdFormat | None:
+    """The format ``value`` is in (canonical first), or ``None`` if ``is_id`` would refuse it."""
+    prefixes = allowed_prefixes(prefix, product)
+    text = _exact_str(value)
+    if text is None:
+        return None
+    if _canonical(text, prefixes):
+        return CANONICAL
+    return legacy_id_format(text, prefix, product=product)
+
+
+def id_prefix_of(value: object) -> str | None:
+    """The registered prefix of an Agentfy ID (canonical or legacy words), ``None`` otherwise.
+
+    A bare legacy UUID has no prefix, so it gives ``None`` too: its entity is known only from its table.
+    """
+    fmt = id_format_of(value)
+    if not isinstance(fmt, WordsFormat) or not isinstance(value, str):
+        return None
+    return str.__str__(value).rsplit("-", len(fmt.dictionaries) + 1)[0]
+
+
+def id_pattern(prefix: PrefixArg = None) -> str:
+    """An anchored regular expression accepting exactly what ``is_id(value, prefix)`` accepts (Agentfy).
+
+    For OpenAPI/JSON Schema (ECMA-262 semantics: ``$`` is the end of the string).  In Python use it with
+    ``re.fullmatch``, because Python's ``$`` also matches before a trailing newline.
+    """
+    prefixes = allowed_prefixes(prefix)
+    assert prefixes is not None
+    alternation = "|".join(p for p in ID_PREFIXES_LONGEST_FIRST if p in prefixes)
+    shapes = [CANONICAL.pattern(alternation), *(fmt.pattern(alternation) for fmt in LEGACY_ID_FORMATS)]
+    return "^(?:" + "|".join(shapes) + ")$"
