@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from agentfy.ids.constants import ID_MAX_LENGTH, ID_SUFFIX_ALPHABET, ID_SUFFIX_LENGTH, NIL_UUID
 from agentfy.ids.explain import IdExplanation, explain_id
 from agentfy.ids.formats import (
+    AGENTFY_UUID_LEGACY,
+    AGENTFY_WORDS_LEGACY,
     CANONICAL,
     LEGACY_ID_FORMATS,
     PRODUCT_LEGACY_ID_FORMATS,
@@ -61,6 +63,8 @@ if TYPE_CHECKING:
     from agentfy.ids.pydantic_types import EntityId
 
 __all__ = [
+    "AGENTFY_UUID_LEGACY",
+    "AGENTFY_WORDS_LEGACY",
     "CANONICAL",
     "ID_ENTITIES",
     "ID_MAX_LENGTH",

@@ -53,6 +53,9 @@ ID_MODELS: Final = (
     "VaultDocument",
     "Skill",
     "CronJob",
+    "AgentConfigPermission",
+    "TeamTask",
+    "TeamTaskAttachment",
 )
 
 #: Model name -> prefix.  Read-only; every value equals ``derive_prefix(model)`` (tested).

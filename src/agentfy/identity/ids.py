@@ -1,0 +1,66 @@
+"""Typed IDs and the two parsing contracts of the storage boundary (the seed's Trap 3).
+
+* :func:`parse_id` — for every INSERT, UPDATE, UPSERT and DELETE, and every SELECT where an empty result
+  would hide a bug.  A bad value raises :class:`InvalidIdError` (the field, the value, the expected format
+  and what is wrong) *before* any SQL runs, so nothing is written and the caller sees a clean error instead
+  of a driver's foreign-key failure or, worse, a silently empty update.
+* :func:`parse_id_or_none` — only for read-only look-ups where "no match" is the right answer to bad input.
+  It is intentionally silent; prefer ``parse_id`` in new code.
+
+The ``NewType``s cost nothing at run time; they let mypy tell an agent ID from a team ID from a bare
+``str`` (the seed's Trap 2: two adjacent string fields swapped at a call site).
+"""
+
+from __future__ import annotations
+
+from typing import NewType, TypeVar
+
+from agentfy.ids import explain_id, is_id
+
+OrgId = NewType("OrgId", str)
+OrgMemberId = NewType("OrgMemberId", str)
+OrgCredentialId = NewType("OrgCredentialId", str)
+OrgPolicyId = NewType("OrgPolicyId", str)
+UserId = NewType("UserId", str)
+AgentId = NewType("AgentId", str)
+AgentLinkId = NewType("AgentLinkId", str)
+AgentMcpServerId = NewType("AgentMcpServerId", str)
+TeamId = NewType("TeamId", str)
+TeamMemberId = NewType("TeamMemberId", str)
+TeamApiKeyId = NewType("TeamApiKeyId", str)
+EpisodicSummaryId = NewType("EpisodicSummaryId", str)
+KgEntityId = NewType("KgEntityId", str)
+KgRelationId = NewType("KgRelationId", str)
+MemoryDocumentId = NewType("MemoryDocumentId", str)
+MemoryChunkId = NewType("MemoryChunkId", str)
+VaultDocumentId = NewType("VaultDocumentId", str)
+SkillId = NewType("SkillId", str)
+CronJobId = NewType("CronJobId", str)
+
+IdT = TypeVar("IdT", bound=str)
+
+
+class InvalidIdError(ValueError):
+    """A value that should be an ID of one entity is not: names the field, the value and the expectation."""
+
+    def __init__(self, value: object, prefix: str, *, field: str | None = None) -> None:
+        self.value = value
+        self.prefix = prefix
+        self.field = field or f"{prefix}_id"
+        self.expected = f"{prefix}-<adjective>-<noun>-<12 Crockford base32> (or an Agentfy legacy ID)"
+        self.problems = explain_id(value, prefix).problems
+        shown = value if isinstance(value, str) else type(value).__name__
+        super().__init__(f"invalid {self.field} {shown!r}: expected {self.expected}; "
+                         + "; ".join(self.problems))
+
+
+def parse_id(value: object, prefix: str, *, field: str | None = None) -> str:
+    """``value`` itself if ``is_id(value, prefix)``, else :class:`InvalidIdError`.  Use before every write."""
+    if is_id(value, prefix):
+        return value  # type: ignore[return-value]
+    raise InvalidIdError(value, prefix, field=field)
+
+
+def parse_id_or_none(value: object, prefix: str) -> str | None:
+    """``value`` if it is an ID of ``prefix``'s entity, else ``None``.  Read-only look-ups only."""
+    return value if is_id(value, prefix) else None  # type: ignore[return-value]

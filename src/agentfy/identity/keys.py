@@ -1,0 +1,59 @@
+"""``agent_key``: the per-tenant, human-readable identity of an agent (prompts, paths, logs, UI, router).
+
+Rules: a lower-case slug (``a-z``, ``0-9``, single hyphens, starting with a letter or digit), at most 100
+characters, and never the shape of an ID: a value that could be read as an ID (any well-formed prefix,
+canonical or legacy, or a bare UUID) is refused, so "ID or key" look-ups are never ambiguous, even after a
+new prefix is registered.  A key is unique only within its tenant; never use it as a global identifier.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final, NewType
+
+from agentfy.ids import AGENTFY_UUID_LEGACY, AGENTFY_WORDS_LEGACY, CANONICAL
+
+AgentKey = NewType("AgentKey", str)
+
+AGENT_KEY_MAX_LENGTH: Final = 100
+_SLUG: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+class InvalidAgentKeyError(ValueError):
+    """A value used as an ``agent_key`` breaks the key rules; names the value and the rule."""
+
+    def __init__(self, value: object, reason: str, *, field: str = "agent_key") -> None:
+        self.value = value
+        self.field = field
+        self.reason = reason
+        shown = value if isinstance(value, str) else type(value).__name__
+        super().__init__(f"invalid {field} {shown!r}: {reason}")
+
+
+def looks_like_an_id(value: str) -> bool:
+    """Whether ``value`` has the shape of an ID with any well-formed prefix (registered or not)."""
+    return (CANONICAL.match(value, None) or AGENTFY_WORDS_LEGACY.match(value, None)
+            or AGENTFY_UUID_LEGACY.match(value, None))
+
+
+def agent_key_problem(value: object) -> str | None:
+    """Why ``value`` is not a valid ``agent_key``, or ``None`` if it is."""
+    if not isinstance(value, str) or type(value) is not str:
+        return "expected a string"
+    if not value:
+        return "is empty"
+    if len(value) > AGENT_KEY_MAX_LENGTH:
+        return f"is {len(value)} characters; at most {AGENT_KEY_MAX_LENGTH} are allowed"
+    if not _SLUG.fullmatch(value):
+        return "expected a lower-case slug: a-z, 0-9 and single hyphens, e.g. 'support-bot'"
+    if looks_like_an_id(value):
+        return "has the shape of an ID; an agent_key must never be mistakable for one"
+    return None
+
+
+def parse_agent_key(value: object, *, field: str = "agent_key") -> AgentKey:
+    """``value`` as an :data:`AgentKey`, or :class:`InvalidAgentKeyError`."""
+    problem = agent_key_problem(value)
+    if problem is not None:
+        raise InvalidAgentKeyError(value, problem, field=field)
+    return AgentKey(value)  # type: ignore[arg-type]

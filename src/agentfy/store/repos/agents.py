@@ -1,0 +1,194 @@
+"""Agents: the dual identity (system-wide ``id`` vs per-tenant ``agent_key``) at the storage boundary.
+
+``id`` is storage/event/API/trace material; ``agent_key`` is display/path/log/prompt/router material and is
+unique only within a tenant.  ``resolve_agent`` takes either and returns both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import sqlalchemy as sa
+
+from agentfy.identity import AgentId, AgentKey, InvalidIdError, OrgId, Scope, parse_agent_key, parse_id
+from agentfy.identity.keys import InvalidAgentKeyError, looks_like_an_id
+from agentfy.ids import is_id
+from agentfy.store.db import Tx, now
+from agentfy.store.errors import ConflictError, NotFoundError, UniqueViolation
+from agentfy.store.repos._common import dump_json, load_json, require_text
+from agentfy.store.schema import agents, organizations
+from agentfy.store.sql import insert_returning_id
+
+_COLUMNS: Final = (agents.c.id, agents.c.tenant_id, agents.c.agent_key, agents.c.display_name, agents.c.config,
+                   agents.c.created_at, agents.c.updated_at, agents.c.deleted_at)
+_LIVE: Final = agents.c.deleted_at.is_(None)
+_IN_TENANT: Final = agents.c.tenant_id == sa.bindparam("tenant_id")
+
+_INSERT: Final = insert_returning_id(agents, ["tenant_id", "agent_key", "display_name", "config", "created_at",
+                                              "updated_at"])
+_BY_ID: Final = sa.select(*_COLUMNS).where(_IN_TENANT, agents.c.id == sa.bindparam("id"), _LIVE)
+_BY_KEY: Final = sa.select(*_COLUMNS).where(_IN_TENANT, agents.c.agent_key == sa.bindparam("agent_key"), _LIVE)
+_LIST: Final = sa.select(*_COLUMNS).where(_IN_TENANT, _LIVE).order_by(agents.c.agent_key)
+_RENAME: Final = (sa.update(agents).where(_IN_TENANT, agents.c.id == sa.bindparam("id"), _LIVE)
+                  .values(agent_key=sa.bindparam("new_key"), updated_at=sa.bindparam("now")))
+_UPDATE: Final = (sa.update(agents).where(_IN_TENANT, agents.c.id == sa.bindparam("id"), _LIVE)
+                  .values(display_name=sa.bindparam("display_name"), config=sa.bindparam("config"),
+                          updated_at=sa.bindparam("now")))
+_ARCHIVE: Final = (sa.update(agents).where(_IN_TENANT, agents.c.id == sa.bindparam("id"), _LIVE)
+                   .values(deleted_at=sa.bindparam("now"), updated_at=sa.bindparam("now")))
+_DELETE: Final = sa.delete(agents).where(_IN_TENANT, agents.c.id == sa.bindparam("id"))
+_KEY_OF_ANY: Final = sa.select(agents.c.agent_key).where(_IN_TENANT, agents.c.id == sa.bindparam("id"))
+_CLEAR_DEFAULT: Final = (sa.update(organizations)
+                         .where(organizations.c.id == sa.bindparam("tenant_id"),
+                                organizations.c.default_agent_id == sa.bindparam("id"))
+                         .values(default_agent_id=sa.null()))
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """An agent with both identities.  ``id`` for storage, events, APIs and traces; ``agent_key`` for
+    prompts, paths, logs and the UI (always together with the tenant)."""
+
+    id: AgentId
+    tenant_id: OrgId
+    agent_key: AgentKey
+    display_name: str
+    config: dict[str, Any]
+    created_at: str
+    updated_at: str
+    deleted_at: str | None = None
+
+
+def _agent(row: tuple[Any, ...]) -> Agent:
+    return Agent(AgentId(row[0]), OrgId(row[1]), AgentKey(row[2]), row[3], load_json(row[4]), row[5], row[6], row[7])
+
+
+def _duplicate_key(scope: Scope, key: str) -> ConflictError:
+    return ConflictError(f"agent_key {key!r} is already used by another agent of tenant {scope.tenant_id}",
+                         field="agent_key", value=key)
+
+
+#: Observers told when an agent's key stops naming it (renamed, archived or deleted); the router's cache
+#: registers here.  Called after the statement succeeded, inside the transaction.
+AgentKeyListener = Callable[[Scope, AgentKey], None]
+_key_listeners: list[AgentKeyListener] = []
+
+
+def on_agent_key_released(listener: AgentKeyListener) -> None:
+    """Register ``listener(scope, old_key)`` for renames, archivals and deletions."""
+    _key_listeners.append(listener)
+
+
+def _released(scope: Scope, key: AgentKey) -> None:
+    for listener in _key_listeners:
+        listener(scope, key)
+
+
+def create_agent(tx: Tx, scope: Scope, *, agent_key: str, display_name: str | None = None,
+                 config: dict[str, Any] | None = None) -> Agent:
+    """Create an agent under a freshly minted ID; a duplicate ``agent_key`` in the tenant is a conflict."""
+    key = parse_agent_key(agent_key)
+    name = require_text(display_name if display_name is not None else key, field="display_name", max_length=200)
+    stamp = now()
+    values = {"tenant_id": scope.tenant_id, "agent_key": key, "display_name": name,
+              "config": dump_json(config, field="config"), "created_at": stamp, "updated_at": stamp}
+    try:
+        agent_id = tx.insert_minted("agent", _INSERT, values)
+    except UniqueViolation as error:
+        if "agent_key" in error.columns:
+            raise _duplicate_key(scope, key) from None
+        raise
+    return Agent(AgentId(agent_id), scope.tenant_id, key, name, config or {}, stamp, stamp)
+
+
+def get_agent(tx: Tx, scope: Scope, agent_id: str) -> Agent:
+    """The agent with this ID in the scope's tenant, or :class:`NotFoundError`."""
+    row = tx.one(_BY_ID, {"tenant_id": scope.tenant_id, "id": parse_id(agent_id, "agent")})
+    if row is None:
+        raise NotFoundError("agent", agent_id)
+    return _agent(row)
+
+
+def get_agent_by_key(tx: Tx, scope: Scope, agent_key: str) -> Agent:
+    """The agent with this key in the scope's tenant, or :class:`NotFoundError`."""
+    row = tx.one(_BY_KEY, {"tenant_id": scope.tenant_id, "agent_key": parse_agent_key(agent_key)})
+    if row is None:
+        raise NotFoundError("agent", agent_key)
+    return _agent(row)
+
+
+def resolve_agent(tx: Tx, scope: Scope, id_or_key: str) -> Agent:
+    """The agent named by an ID (canonical or legacy) or an ``agent_key``, in the scope's tenant.
+
+    The two forms can never be confused: a key may not have the shape of an ID.  The ID of another entity
+    (``team-…``) raises :class:`InvalidIdError`; a value that is neither raises
+    :class:`InvalidAgentKeyError` naming both expectations.
+    """
+    if is_id(id_or_key, "agent"):
+        row = tx.one(_BY_ID, {"tenant_id": scope.tenant_id, "id": id_or_key})
+    elif isinstance(id_or_key, str) and looks_like_an_id(id_or_key):
+        raise InvalidIdError(id_or_key, "agent", field="agent")  # e.g. a team ID where an agent is expected
+    else:
+        try:
+            key = parse_agent_key(id_or_key, field="agent")
+        except InvalidAgentKeyError as error:
+            raise InvalidAgentKeyError(id_or_key, "expected an agent ID (agent-<adjective>-<noun>-<12 Crockford "
+                                       f"base32>) or an agent_key; as a key it {error.reason}", field="agent") from None
+        row = tx.one(_BY_KEY, {"tenant_id": scope.tenant_id, "agent_key": key})
+    if row is None:
+        raise NotFoundError("agent", id_or_key)
+    return _agent(row)
+
+
+def list_agents(tx: Tx, scope: Scope) -> list[Agent]:
+    return [_agent(row) for row in tx.all(_LIST, {"tenant_id": scope.tenant_id})]
+
+
+def rename_agent(tx: Tx, scope: Scope, agent_id: str, new_key: str) -> Agent:
+    """Give the agent a new ``agent_key`` (its ID never changes); the old key is free at once."""
+    agent = get_agent(tx, scope, agent_id)
+    key = parse_agent_key(new_key)
+    try:
+        tx.execute(_RENAME, {"tenant_id": scope.tenant_id, "id": agent.id, "new_key": key, "now": now()})
+    except UniqueViolation as error:
+        if "agent_key" in error.columns:
+            raise _duplicate_key(scope, key) from None
+        raise
+    _released(scope, agent.agent_key)
+    return get_agent(tx, scope, agent.id)
+
+
+def update_agent(tx: Tx, scope: Scope, agent_id: str, *, display_name: str | None = None,
+                 config: dict[str, Any] | None = None) -> Agent:
+    agent = get_agent(tx, scope, agent_id)
+    name = require_text(display_name, field="display_name", max_length=200) if display_name is not None \
+        else agent.display_name
+    tx.execute(_UPDATE, {"tenant_id": scope.tenant_id, "id": agent.id, "display_name": name,
+                         "config": dump_json(config if config is not None else agent.config, field="config"),
+                         "now": now()})
+    return get_agent(tx, scope, agent.id)
+
+
+def archive_agent(tx: Tx, scope: Scope, agent_id: str) -> None:
+    """Soft-delete: the row stays (with its history) but is not found, and its key is free at once."""
+    agent = get_agent(tx, scope, agent_id)
+    tx.execute(_ARCHIVE, {"tenant_id": scope.tenant_id, "id": agent.id, "now": now()})
+    _released(scope, agent.agent_key)
+
+
+def delete_agent(tx: Tx, scope: Scope, agent_id: str) -> None:
+    """Delete the agent and everything it owns; always succeeds for an agent of the tenant.
+
+    Foreign keys cascade to owned rows (documents, memory, links both ways, memberships, MCP servers,
+    cron jobs, grants) and set nullable references to NULL (team leadership, tasks and attachments it
+    created); the organization's default agent, a reference without an FK, is cleared here.
+    """
+    agent_id = parse_id(agent_id, "agent")
+    row = tx.one(_KEY_OF_ANY, {"tenant_id": scope.tenant_id, "id": agent_id})
+    if row is None:
+        raise NotFoundError("agent", agent_id)
+    tx.execute(_CLEAR_DEFAULT, {"tenant_id": scope.tenant_id, "id": agent_id})
+    tx.execute(_DELETE, {"tenant_id": scope.tenant_id, "id": agent_id})
+    _released(scope, AgentKey(row[0]))

@@ -1,0 +1,448 @@
+"""The database schema: SQLAlchemy Core tables, one definition for SQLite and PostgreSQL.
+
+Rules (``../shared/ARCHITECTURE.md`` and the seed's sections 11-13):
+
+* Every entity ID, and every reference to one, is ``TEXT`` with a CHECK that bounds its length (1-80) and
+  its character set (``0-9 a-z -``), so even a raw SQL write of junk fails at the database.  The CHECK uses
+  ``trim(x, chars)``, which both engines share.  Validation proper happens before SQL (``parse_id``).
+* Every foreign key states its ON DELETE: CASCADE for owned rows, SET NULL for nullable references.
+  ``docs/schema.md`` lists them all.  FKs are the safety net, not the validation.
+* Tenant-owned tables carry ``tenant_id`` (FK to ``organizations``, CASCADE), and every repository filters
+  by it.
+* Telemetry tables (spans, traces, usage snapshots) have no FK, for insert volume; their insert path turns
+  a missing ID into NULL and refuses anything that is not an ID.
+* Timestamps are ISO-8601 UTC text (``2026-11-29T22:06:16.123456Z``): identical on both engines, sortable.
+  JSON documents are text (``json.dumps``), so the cutover can scan them the same way on both engines.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import sqlalchemy as sa
+
+NAMING_CONVENTION: Final = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata: Final = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+#: The characters an ID may contain (canonical and legacy alike); the CHECK trims them away.
+ID_CHARACTERS: Final = "0123456789abcdefghijklmnopqrstuvwxyz-"
+ROLES: Final = ("owner", "admin", "operator", "member")
+
+
+def id_check(column: str) -> sa.CheckConstraint:
+    """``column`` is NULL or 1-80 characters of ``0-9 a-z -``."""
+    return sa.CheckConstraint(
+        f"length({column}) BETWEEN 1 AND 80 AND trim({column}, '{ID_CHARACTERS}') = ''",
+        name=f"{column}_is_id",
+    )
+
+
+def id_pk(prefix: str) -> sa.Column[str]:
+    """The entity's primary key: a canonical ID of ``prefix`` (legacy values only through the cutover)."""
+    return sa.Column("id", sa.Text, primary_key=True, comment=f"{prefix}-<adjective>-<noun>-<suffix>")
+
+
+def ref(name: str, target: str, *, on_delete: str, nullable: bool = False, **kwargs: Any) -> sa.Column[str]:
+    """A reference to ``target`` (``table.column``) with an explicit ON DELETE."""
+    return sa.Column(name, sa.Text, sa.ForeignKey(target, ondelete=on_delete), nullable=nullable, **kwargs)
+
+
+def tenant() -> sa.Column[str]:
+    return ref("tenant_id", "organizations.id", on_delete="CASCADE", index=True)
+
+
+def created_at() -> sa.Column[str]:
+    return sa.Column("created_at", sa.Text, nullable=False)
+
+
+def _table(name: str, *columns: Any, id_columns: tuple[str, ...] = ("id",), **kwargs: Any) -> sa.Table:
+    return sa.Table(name, metadata, *columns, *(id_check(c) for c in id_columns), **kwargs)
+
+
+organizations = _table(
+    "organizations",
+    id_pk("org"),
+    sa.Column("slug", sa.Text, nullable=False, unique=True),
+    sa.Column("name", sa.Text, nullable=False),
+    # A reference without an FK (organizations and agents would reference each other): deleting the agent
+    # clears it in the same transaction, and the orphan scan checks it.
+    sa.Column("default_agent_id", sa.Text, nullable=True),
+    sa.Column("settings", sa.Text, nullable=False, server_default="{}"),
+    created_at(),
+    id_columns=("id", "default_agent_id"),
+)
+
+users = _table(
+    "users",
+    id_pk("user"),
+    sa.Column("email", sa.Text, nullable=True, unique=True),
+    sa.Column("display_name", sa.Text, nullable=False),
+    created_at(),
+)
+
+org_members = _table(
+    "org_members",
+    id_pk("org-member"),
+    ref("org_id", "organizations.id", on_delete="CASCADE"),
+    ref("user_id", "users.id", on_delete="CASCADE", index=True),
+    sa.Column("role", sa.Text, nullable=False),
+    created_at(),
+    sa.UniqueConstraint("org_id", "user_id"),
+    sa.CheckConstraint("role IN ('owner', 'admin', 'operator', 'member')", name="role_known"),
+    id_columns=("id", "org_id", "user_id"),
+)
+
+org_credentials = _table(
+    "org_credentials",
+    id_pk("org-credential"),
+    ref("org_id", "organizations.id", on_delete="CASCADE"),
+    sa.Column("name", sa.Text, nullable=False),
+    # AES-GCM: nonce and ciphertext; the associated data is the owner organization's ID, so a secret copied
+    # to another organization's row does not decrypt.
+    sa.Column("nonce", sa.LargeBinary, nullable=False),
+    sa.Column("ciphertext", sa.LargeBinary, nullable=False),
+    created_at(),
+    sa.UniqueConstraint("org_id", "name"),
+    id_columns=("id", "org_id"),
+)
+
+org_policies = _table(
+    "org_policies",
+    id_pk("org-policy"),
+    ref("org_id", "organizations.id", on_delete="CASCADE"),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("document", sa.Text, nullable=False, server_default="{}"),
+    created_at(),
+    sa.UniqueConstraint("org_id", "name"),
+    id_columns=("id", "org_id"),
+)
+
+# History: its own ID is a technical UUID, and the IDs it recorded stay as they were (no FK, no check).
+org_audit = sa.Table(
+    "org_audit",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True, comment="technical UUID, not a registry ID"),
+    sa.Column("org_id", sa.Text, nullable=False, index=True),
+    sa.Column("actor_id", sa.Text, nullable=True),
+    sa.Column("action", sa.Text, nullable=False),
+    sa.Column("target_id", sa.Text, nullable=True),
+    sa.Column("details", sa.Text, nullable=False, server_default="{}"),
+    created_at(),
+)
+
+agents = _table(
+    "agents",
+    id_pk("agent"),
+    tenant(),
+    sa.Column("agent_key", sa.Text, nullable=False),
+    sa.Column("display_name", sa.Text, nullable=False),
+    sa.Column("config", sa.Text, nullable=False, server_default="{}"),
+    created_at(),
+    sa.Column("updated_at", sa.Text, nullable=False),
+    sa.Column("deleted_at", sa.Text, nullable=True),
+    # agent_key is unique within a tenant, among agents not deleted; the same key in two tenants is two agents.
+    sa.Index("uq_agents_tenant_key", "tenant_id", "agent_key", unique=True,
+             sqlite_where=sa.text("deleted_at IS NULL"), postgresql_where=sa.text("deleted_at IS NULL")),
+    sa.CheckConstraint("length(agent_key) BETWEEN 1 AND 100", name="agent_key_length"),
+    id_columns=("id", "tenant_id"),
+)
+
+agent_links = _table(
+    "agent_links",
+    id_pk("agent-link"),
+    tenant(),
+    ref("source_agent_id", "agents.id", on_delete="CASCADE", index=True),
+    ref("target_agent_id", "agents.id", on_delete="CASCADE", index=True),
+    sa.Column("kind", sa.Text, nullable=False, server_default="delegate"),
+    created_at(),
+    sa.UniqueConstraint("source_agent_id", "target_agent_id", "kind"),
+    id_columns=("id", "tenant_id", "source_agent_id", "target_agent_id"),
+)
+
+agent_mcp_servers = _table(
+    "agent_mcp_servers",
+    id_pk("agent-mcp-server"),
+    tenant(),
+    ref("agent_id", "agents.id", on_delete="CASCADE", index=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("config", sa.Text, nullable=False, server_default="{}"),
+    created_at(),
+    sa.UniqueConstraint("agent_id", "name"),
+    id_columns=("id", "tenant_id", "agent_id"),
+)
+
+teams = _table(
+    "teams",
+    id_pk("team"),
+    tenant(),
+    sa.Column("name", sa.Text, nullable=False),
+    ref("lead_agent_id", "agents.id", on_delete="SET NULL", nullable=True, index=True),
+    created_at(),
+    id_columns=("id", "tenant_id", "lead_agent_id"),
+)
+
+team_members = _table(
+    "team_members",
+    id_pk("team-member"),
+    tenant(),
+    ref("team_id", "teams.id", on_delete="CASCADE"),
+    ref("agent_id", "agents.id", on_delete="CASCADE", index=True),
+    sa.Column("role", sa.Text, nullable=False, server_default="member"),
+    created_at(),
+    sa.UniqueConstraint("team_id", "agent_id"),
+    id_columns=("id", "tenant_id", "team_id", "agent_id"),
+)
+
+team_api_keys = _table(
+    "team_api_keys",
+    id_pk("team-api-key"),
+    tenant(),
+    ref("team_id", "teams.id", on_delete="CASCADE", index=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("key_prefix", sa.Text, nullable=False, comment="the first characters, shown to identify the key"),
+    sa.Column("key_hash", sa.Text, nullable=False, unique=True,
+              comment="SHA-256 of the key; the key itself is not stored"),
+    created_at(),
+    sa.Column("revoked_at", sa.Text, nullable=True),
+    id_columns=("id", "tenant_id", "team_id"),
+)
+
+sessions = sa.Table(
+    "sessions",
+    metadata,
+    # The session key is the session's only identifier, unique per tenant (safe by construction).
+    tenant(),
+    sa.Column("session_key", sa.Text, nullable=False),
+    ref("agent_id", "agents.id", on_delete="CASCADE", index=True),
+    sa.Column("user_id", sa.Text, nullable=False, comment="the memory SCOPE (group:…, guild:…, or the sender)"),
+    sa.Column("status", sa.Text, nullable=False, server_default="open"),
+    sa.Column("compaction_count", sa.Integer, nullable=False, server_default="0"),
+    created_at(),
+    sa.Column("completed_at", sa.Text, nullable=True),
+    sa.PrimaryKeyConstraint("tenant_id", "session_key"),
+    sa.CheckConstraint("status IN ('open', 'completed')", name="status_known"),
+    sa.CheckConstraint("length(session_key) BETWEEN 1 AND 200", name="session_key_length"),
+    id_check("tenant_id"),
+    id_check("agent_id"),
+)
+
+session_messages = sa.Table(
+    "session_messages",
+    metadata,
+    sa.Column("tenant_id", sa.Text, nullable=False),
+    sa.Column("session_key", sa.Text, nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("sender_id", sa.Text, nullable=True, comment="the ACTOR, when a person sent it"),
+    sa.Column("content", sa.Text, nullable=False),
+    created_at(),
+    sa.PrimaryKeyConstraint("tenant_id", "session_key", "seq"),
+    sa.ForeignKeyConstraint(["tenant_id", "session_key"], ["sessions.tenant_id", "sessions.session_key"],
+                            ondelete="CASCADE"),
+    id_check("tenant_id"),
+)
+
+episodic_summaries = _table(
+    "episodic_summaries",
+    id_pk("episodic-summary"),
+    tenant(),
+    ref("agent_id", "agents.id", on_delete="CASCADE", index=True),
+    sa.Column("user_id", sa.Text, nullable=False),
+    sa.Column("session_key", sa.Text, nullable=False),
+    sa.Column("compaction_count", sa.Integer, nullable=False),
+    sa.Column("summary", sa.Text, nullable=False),
+    created_at(),
+    sa.Column("promoted_at", sa.Text, nullable=True),
+    sa.UniqueConstraint("tenant_id", "session_key", "compaction_count"),
+    id_columns=("id", "tenant_id", "agent_id"),
+)
+
+kg_entities = _table(
+    "kg_entities",
+    id_pk("kg-entity"),
+    tenant(),
+    ref("agent_id", "agents.id", on_delete="CASCADE"),
+    sa.Column("user_id", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("entity_type", sa.Text, nullable=False),
+    sa.Column("properties", sa.Text, nullable=False, server_default="{}"),
+    created_at(),
+    sa.Index("ix_kg_entities_agent_name", "agent_id", "name"),
+    id_columns=("id", "tenant_id", "agent_id"),
+)
+
+kg_relations = _table(
+    "kg_relations",
+    id_pk("kg-relation"),
+    tenant(),
+    ref("agent_id", "agents.id", on_delete="CASCADE", index=True),
+    ref("source_entity_id", "kg_entities.id", on_delete="CASCADE", index=True),
+    ref("target_entity_id", "kg_entities.id", on_delete="CASCADE", index=True),
+    sa.Column("relation", sa.Text, nullable=False),
+    sa.Column("properties", sa.Text, nullable=False, server_default="{}"),
+    created_at(),
+    id_columns=("id", "tenant_id", "agent_id", "source_entity_id", "target_entity_id"),
+)
+
+memory_documents = _table(
+    "memory_documents",
+    id_pk("memory-document"),
+    tenant(),
+    ref("agent_id", "agents.id", on_delete="CASCADE"),
+    sa.Column("user_id", sa.Text, nullable=False, comment="the memory SCOPE (empty: the agent's own)"),
+    sa.Column("path", sa.Text, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("metadata", sa.Text, nullable=False, server_default="{}"),
+    created_at(),
+    sa.Column("updated_at", sa.Text, nullable=False),
+    sa.UniqueConstraint("agent_id", "user_id", "path"),
+    id_columns=("id", "tenant_id", "agent_id"),
+)
+
+memory_chunks = _table(
+    "memory_chunks",
+    id_pk("memory-chunk"),
+    tenant(),
+    ref("document_id", "memory_documents.id", on_delete="CASCADE", index=True),
+    ref("agent_id", "agents.id", on_delete="CASCADE", index=True),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    id_columns=("id", "tenant_id", "document_id", "agent_id"),
+)
+
+vault_documents = _table(
+    "vault_documents",
+    id_pk("vault-document"),
+    tenant(),
+    ref("agent_id", "agents.id", on_delete="CASCADE"),
+    sa.Column("path", sa.Text, nullable=False),
+    sa.Column("content_type", sa.Text, nullable=False),
+    sa.Column("size", sa.Integer, nullable=False),
+    sa.Column("content", sa.LargeBinary, nullable=False),
+    created_at(),
+    # Per agent: two agents may keep a document at the same path.
+    sa.UniqueConstraint("agent_id", "path"),
+    id_columns=("id", "tenant_id", "agent_id"),
+)
+
+skills = _table(
+    "skills",
+    id_pk("skill"),
+    tenant(),
+    sa.Column("owner_id", sa.Text, nullable=False,
+              comment="the ACTOR who published it (legacy rows: the SCOPE), not an FK"),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    created_at(),
+    sa.UniqueConstraint("tenant_id", "name"),
+    id_columns=("id", "tenant_id"),
+)
+
+cron_jobs = _table(
+    "cron_jobs",
+    id_pk("cron-job"),
+    tenant(),
+    ref("agent_id", "agents.id", on_delete="CASCADE", index=True),
+    sa.Column("created_by", sa.Text, nullable=False, comment="the ACTOR"),
+    sa.Column("user_id", sa.Text, nullable=False, comment="the SCOPE it runs in (empty: none)"),
+    sa.Column("schedule", sa.Text, nullable=False),
+    sa.Column("payload", sa.Text, nullable=False, server_default="{}"),
+    sa.Column("enabled", sa.Boolean, nullable=False, server_default=sa.true()),
+    created_at(),
+    id_columns=("id", "tenant_id", "agent_id"),
+)
+
+agent_config_permissions = _table(
+    "agent_config_permissions",
+    id_pk("agent-config-permission"),
+    tenant(),
+    ref("agent_id", "agents.id", on_delete="CASCADE"),
+    sa.Column("scope", sa.Text, nullable=False, comment="the group or guild SCOPE the grant applies to"),
+    sa.Column("config_type", sa.Text, nullable=False),
+    sa.Column("sender_id", sa.Text, nullable=False, comment="the ACTOR the grant names"),
+    sa.Column("allow", sa.Boolean, nullable=False),
+    sa.Column("granted_by", sa.Text, nullable=True),
+    created_at(),
+    sa.UniqueConstraint("agent_id", "scope", "config_type", "sender_id"),
+    sa.CheckConstraint("config_type IN ('file_writer', 'cron', 'context_file')", name="config_type_known"),
+    id_columns=("id", "tenant_id", "agent_id"),
+)
+
+team_tasks = _table(
+    "team_tasks",
+    id_pk("team-task"),
+    tenant(),
+    ref("team_id", "teams.id", on_delete="CASCADE", index=True),
+    ref("created_by_agent_id", "agents.id", on_delete="SET NULL", nullable=True, index=True),
+    ref("assignee_agent_id", "agents.id", on_delete="SET NULL", nullable=True, index=True),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("status", sa.Text, nullable=False, server_default="open"),
+    created_at(),
+    id_columns=("id", "tenant_id", "team_id", "created_by_agent_id", "assignee_agent_id"),
+)
+
+team_task_attachments = _table(
+    "team_task_attachments",
+    id_pk("team-task-attachment"),
+    tenant(),
+    ref("task_id", "team_tasks.id", on_delete="CASCADE", index=True),
+    ref("created_by_agent_id", "agents.id", on_delete="SET NULL", nullable=True, index=True),
+    ref("vault_document_id", "vault_documents.id", on_delete="SET NULL", nullable=True, index=True),
+    sa.Column("name", sa.Text, nullable=False),
+    created_at(),
+    id_columns=("id", "tenant_id", "task_id", "created_by_agent_id", "vault_document_id"),
+)
+
+# Telemetry: append-only and high-volume, so no foreign keys; IDs are checked on the way in.
+traces = sa.Table(
+    "traces",
+    metadata,
+    sa.Column("trace_id", sa.Text, primary_key=True, comment="OpenTelemetry trace ID (32 hex)"),
+    sa.Column("tenant_id", sa.Text, nullable=True),
+    sa.Column("agent_id", sa.Text, nullable=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("started_at", sa.Text, nullable=False),
+    sa.Column("ended_at", sa.Text, nullable=True),
+    id_check("tenant_id"),
+    id_check("agent_id"),
+    sa.Index("ix_traces_agent_id", "agent_id"),
+)
+
+spans = sa.Table(
+    "spans",
+    metadata,
+    sa.Column("span_id", sa.Text, primary_key=True, comment="OpenTelemetry span ID (16 hex)"),
+    sa.Column("trace_id", sa.Text, nullable=False, index=True),
+    sa.Column("tenant_id", sa.Text, nullable=True),
+    sa.Column("agent_id", sa.Text, nullable=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("started_at", sa.Text, nullable=False),
+    sa.Column("duration_ms", sa.Float, nullable=False),
+    sa.Column("attributes", sa.Text, nullable=False, server_default="{}"),
+    id_check("tenant_id"),
+    id_check("agent_id"),
+    sa.Index("ix_spans_agent_id", "agent_id"),
+)
+
+usage_snapshots = sa.Table(
+    "usage_snapshots",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("tenant_id", sa.Text, nullable=True),
+    sa.Column("agent_id", sa.Text, nullable=True),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("input_tokens", sa.Integer, nullable=False),
+    sa.Column("output_tokens", sa.Integer, nullable=False),
+    sa.Column("recorded_at", sa.Text, nullable=False),
+    id_check("tenant_id"),
+    id_check("agent_id"),
+    sa.Index("ix_usage_snapshots_agent_id", "agent_id"),
+)

@@ -1,0 +1,141 @@
+"""Shared fixtures: the database on both engines.
+
+Storage tests take the ``db`` fixture, which runs each test once on SQLite and once on PostgreSQL.
+PostgreSQL tests create their own database on the server at ``$AGENTFY_TEST_PG_URL`` (default
+``postgresql://postgres@127.0.0.1:5432/postgres``) and drop it at the end.  Without a server they are
+skipped with the reason, except under ``CI=true``, where a missing server is an error: CI must run them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+from psycopg import sql
+
+from agentfy.store.db import Database
+from agentfy.store.migrate import upgrade
+from agentfy.store.schema import metadata
+
+PG_ADMIN_URL = os.environ.get("AGENTFY_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _pg_available() -> str | None:
+    try:
+        with psycopg.connect(PG_ADMIN_URL, connect_timeout=3):
+            return None
+    except psycopg.Error as error:
+        return f"PostgreSQL at {PG_ADMIN_URL} is not reachable ({type(error).__name__}: {str(error).strip()})"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    """The admin URL of a reachable PostgreSQL server (skip locally without one; fail in CI)."""
+    problem = _pg_available()
+    if problem:
+        if IN_CI:
+            pytest.fail(f"{problem}; under CI=true the PostgreSQL tests must run")
+        pytest.skip(problem)
+    return PG_ADMIN_URL
+
+
+class PgDatabases:
+    """Creates and drops databases on the test server."""
+
+    def __init__(self, admin_url: str) -> None:
+        self.admin_url = admin_url
+        self.created: list[str] = []
+
+    def url(self, name: str) -> str:
+        base = sa.engine.make_url(self.admin_url).set(drivername="postgresql+psycopg", database=name)
+        return base.render_as_string(hide_password=False)
+
+    def create(self, prefix: str = "agentfy_test") -> str:
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        self.created.append(name)
+        return name
+
+    def drop(self, name: str) -> None:
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        if name in self.created:
+            self.created.remove(name)
+
+    def drop_all(self) -> None:
+        for name in list(self.created):
+            self.drop(name)
+
+
+@pytest.fixture(scope="session")
+def pg_databases(pg_server: str) -> Iterator[PgDatabases]:
+    databases = PgDatabases(pg_server)
+    yield databases
+    databases.drop_all()
+
+
+@pytest.fixture(scope="session")
+def pg_migrated_url(pg_databases: PgDatabases) -> str:
+    """One migrated PostgreSQL database for the session; tests get it emptied (see ``db``)."""
+    url = pg_databases.url(pg_databases.create())
+    db = Database(url)
+    upgrade(db)
+    db.dispose()
+    return url
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, copied for each test (faster than migrating each time)."""
+    path = tmp_path_factory.mktemp("sqlite-template") / "template.db"
+    db = Database(f"sqlite:///{path}")
+    upgrade(db)
+    with db.engine.connect() as connection:
+        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.dispose()
+    return path
+
+
+def _truncate_all(url: str) -> None:
+    tables = ", ".join(f'"{t.name}"' for t in metadata.sorted_tables)
+    with psycopg.connect(sa.engine.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False),
+                         autocommit=True) as conn:
+        conn.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")  # type: ignore[arg-type]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A migrated, empty database URL on each engine."""
+    if request.param == "sqlite":
+        template: Path = request.getfixturevalue("sqlite_template")
+        target = tmp_path / "agentfy.db"
+        shutil.copyfile(template, target)
+        return f"sqlite:///{target}"
+    url: str = request.getfixturevalue("pg_migrated_url")
+    _truncate_all(url)
+    return url
+
+
+@pytest.fixture
+def db(db_url: str) -> Iterator[Database]:
+    database = Database(db_url)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def sqlite_db(sqlite_template: Path, tmp_path: Path) -> Iterator[Database]:
+    """A migrated SQLite database, for what only SQLite has (pragmas, the file itself)."""
+    target = tmp_path / "agentfy.db"
+    shutil.copyfile(sqlite_template, target)
+    database = Database(f"sqlite:///{target}")
+    yield database
+    database.dispose()

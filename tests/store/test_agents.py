@@ -1,0 +1,182 @@
+"""Agents: both identities, tenant scoping, key rules, conflicts, collision retry (both engines)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentfy.identity import InvalidAgentKeyError, InvalidIdError, Scope
+from agentfy.ids import format_id, is_canonical_id
+from agentfy.ids.retry import IdRetryExhaustedError
+from agentfy.store.db import Database
+from agentfy.store.errors import ConflictError, NotFoundError
+from agentfy.store.repos import agents, orgs
+from tests.ids.sources import ReplaySource
+from tests.store.helpers import count, new_agent, new_tenant
+
+
+def test_create_mints_a_canonical_id_and_keeps_both_identities(db: Database) -> None:
+    acme = new_tenant(db, "acme")
+    agent = new_agent(db, acme, "support-bot")
+    assert is_canonical_id(agent.id, "agent") and agent.agent_key == "support-bot"
+    assert agent.tenant_id == acme.tenant_id and agent.display_name == "support-bot"
+    with db.transaction() as tx:
+        assert agents.get_agent(tx, acme, agent.id) == agent
+        assert agents.get_agent_by_key(tx, acme, "support-bot") == agent
+        assert agents.resolve_agent(tx, acme, agent.id) == agent
+        assert agents.resolve_agent(tx, acme, "support-bot") == agent
+
+
+def test_same_key_in_two_tenants_is_two_agents(db: Database) -> None:
+    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    a, b = new_agent(db, acme, "tieu-ho"), new_agent(db, globex, "tieu-ho")
+    assert a.id != b.id
+    with db.transaction() as tx:
+        assert agents.resolve_agent(tx, acme, "tieu-ho").id == a.id
+        assert agents.resolve_agent(tx, globex, "tieu-ho").id == b.id
+
+
+def test_another_tenants_agent_is_not_found_like_a_missing_one(db: Database) -> None:
+    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    theirs = new_agent(db, globex, "secret-bot")
+    missing = format_id("agent")
+    with db.transaction() as tx:
+        for ref in (theirs.id, "secret-bot"):
+            with pytest.raises(NotFoundError) as caught:
+                agents.resolve_agent(tx, acme, ref)
+            assert str(caught.value) == f"agent {ref!r} not found"
+        with pytest.raises(NotFoundError) as caught:
+            agents.get_agent(tx, acme, missing)
+        assert str(caught.value) == f"agent {missing!r} not found"
+        with pytest.raises(NotFoundError):
+            agents.delete_agent(tx, acme, theirs.id)
+        with pytest.raises(NotFoundError):
+            agents.rename_agent(tx, acme, theirs.id, "mine-now")
+    with db.transaction() as tx:
+        assert agents.get_agent(tx, globex, theirs.id).agent_key == "secret-bot"
+
+
+def test_duplicate_key_is_a_conflict_not_retried_and_writes_nothing(db: Database) -> None:
+    acme = new_tenant(db, "acme")
+    new_agent(db, acme, "bot")
+    with pytest.raises(ConflictError, match="agent_key 'bot' is already used") as caught, db.transaction() as tx:
+        agents.create_agent(tx, acme, agent_key="bot")
+    assert caught.value.field == "agent_key"
+    assert count(db, "agents") == 1
+
+
+@pytest.mark.parametrize("bad", ["", "Bot", "bot_1", "-bot", "bot-", "b" * 101, "agent-calm-rivers-k8m4p2d7n9x3",
+                                 "robot-calm-rivers-k8m4p2d7n9x3", "0193a5b0-7000-7000-8000-000000000001",
+                                 "bot\n", "b\u00f6t"])
+def test_bad_keys_are_refused_with_the_rule_and_nothing_is_written(db: Database, bad: str) -> None:
+    acme = new_tenant(db, "acme")
+    with pytest.raises(InvalidAgentKeyError) as caught, db.transaction() as tx:
+        agents.create_agent(tx, acme, agent_key=bad)
+    assert repr(bad) in str(caught.value)
+    assert count(db, "agents") == 0
+
+
+def test_key_that_looks_like_an_id_says_so(db: Database) -> None:
+    acme = new_tenant(db, "acme")
+    with pytest.raises(InvalidAgentKeyError, match="shape of an ID"), db.transaction() as tx:
+        agents.create_agent(tx, acme, agent_key="robot-calm-rivers-k8m4p2d7n9x3")
+
+
+@pytest.mark.parametrize("bad", ["team-calm-rivers-k8m4p2d7n9x3", "AGENT-CALM", "", "not an id", "agent-calm-rivers"])
+def test_writes_parse_ids_first(db: Database, bad: str) -> None:
+    acme = new_tenant(db, "acme")
+    with db.transaction() as tx:
+        with pytest.raises(InvalidIdError) as caught:
+            agents.delete_agent(tx, acme, bad)
+        assert caught.value.field == "agent_id" and caught.value.value == bad
+        with pytest.raises(InvalidIdError):
+            agents.get_agent(tx, acme, bad)
+
+
+def test_resolve_refuses_what_is_neither_id_nor_key(db: Database) -> None:
+    acme = new_tenant(db, "acme")
+    with pytest.raises(InvalidAgentKeyError, match=r"expected an agent ID .* or an agent_key"), db.transaction() as tx:
+        agents.resolve_agent(tx, acme, "Not A Key")
+    with pytest.raises(InvalidIdError, match=r"prefix 'team' .* is not the expected 'agent'"), db.transaction() as tx:
+        agents.resolve_agent(tx, acme, "team-calm-rivers-k8m4p2d7n9x3")
+
+
+def test_scope_refuses_anything_but_an_org_id() -> None:
+    for bad in ["acme", "", "agent-calm-rivers-k8m4p2d7n9x3", None, "org-calm-river-k8m4p2d7n9x3"]:
+        with pytest.raises(InvalidIdError) as caught:
+            Scope.of(bad)
+        assert caught.value.field == "tenant_id"
+        with pytest.raises(InvalidIdError):
+            Scope(bad)  # type: ignore[arg-type]
+
+
+def test_rename_frees_the_old_key_at_once_and_keeps_the_id(db: Database) -> None:
+    acme = new_tenant(db, "acme")
+    agent = new_agent(db, acme, "old-name")
+    with db.transaction() as tx:
+        renamed = agents.rename_agent(tx, acme, agent.id, "new-name")
+    assert renamed.id == agent.id and renamed.agent_key == "new-name"
+    again = new_agent(db, acme, "old-name")
+    assert again.id != agent.id
+
+
+def test_rename_to_a_taken_key_is_a_conflict(db: Database) -> None:
+    acme = new_tenant(db, "acme")
+    a = new_agent(db, acme, "a")
+    new_agent(db, acme, "b")
+    with pytest.raises(ConflictError), db.transaction() as tx:
+        agents.rename_agent(tx, acme, a.id, "b")
+
+
+def test_archive_and_delete_free_the_key_at_once(db: Database) -> None:
+    acme = new_tenant(db, "acme")
+    first = new_agent(db, acme, "bot")
+    with db.transaction() as tx:
+        agents.archive_agent(tx, acme, first.id)
+    with db.transaction() as tx, pytest.raises(NotFoundError):
+        agents.get_agent(tx, acme, first.id)
+    second = new_agent(db, acme, "bot")
+    with db.transaction() as tx:
+        agents.delete_agent(tx, acme, second.id)
+    third = new_agent(db, acme, "bot")
+    assert len({first.id, second.id, third.id}) == 3
+
+
+def test_a_primary_key_collision_repeats_the_write_with_a_new_id(db_url: str) -> None:
+    # The same 22 bytes mint the same ID: the second create collides once, then gets a fresh ID.
+    same, fresh = bytes(22), bytes(range(22))
+    db = Database(db_url, random=ReplaySource(same * 3 + fresh))
+    try:
+        with db.transaction() as tx:
+            org = orgs.create_organization(tx, slug="acme", name="Acme")  # mints from 'same'
+        acme = Scope(org.id)
+        first = new_agent(db, acme, "first")  # 'same' again: a different table, no collision
+        second = new_agent(db, acme, "second")  # 'same' collides with first, then 'fresh'
+        assert first.id == format_id("agent", ReplaySource(same))
+        assert second.id == format_id("agent", ReplaySource(fresh))
+        assert count(db, "agents") == 2
+    finally:
+        db.dispose()
+
+
+def test_collisions_on_every_attempt_give_up_after_five_and_write_nothing(db_url: str) -> None:
+    db = Database(db_url, random=ReplaySource(bytes(22) * 8))
+    try:
+        with db.transaction() as tx:
+            org = orgs.create_organization(tx, slug="acme", name="Acme")
+        acme = Scope(org.id)
+        new_agent(db, acme, "first")
+        with pytest.raises(IdRetryExhaustedError, match="after 5 attempts"), db.transaction() as tx:
+            agents.create_agent(tx, acme, agent_key="second")
+        assert count(db, "agents") == 1
+    finally:
+        db.dispose()
+
+
+def test_list_and_update(db: Database) -> None:
+    acme = new_tenant(db, "acme")
+    new_agent(db, acme, "b")
+    a = new_agent(db, acme, "a")
+    with db.transaction() as tx:
+        assert [x.agent_key for x in agents.list_agents(tx, acme)] == ["a", "b"]
+        updated = agents.update_agent(tx, acme, a.id, display_name="Agent A", config={"model": "x"})
+    assert updated.display_name == "Agent A" and updated.config == {"model": "x"}
