@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from agentfy.ids import (
@@ -23,6 +24,10 @@ from agentfy.ids import (
 from agentfy.ids.explain import IdExplanation
 from agentfy.ids.registry import UnknownPrefixError
 from agentfy.ids.validate import UnknownProductError
+from agentfy.store.db import Database
+from agentfy.store.migrate import current_revision, head_revision, upgrade
+from agentfy.store.orphans import IdColumn, id_columns, scan
+from agentfy.store.repos.orgs import ensure_platform_organization
 
 app = typer.Typer(
     name="agentfy",
@@ -35,6 +40,16 @@ id_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(id_app, name="id")
+db_app = typer.Typer(
+    help="The database: migrations and the orphan scan. The URL comes from --database-url, else "
+         "$AGENTFY_DATABASE_URL, else the embedded SQLite file ./var/agentfy.db.",
+    no_args_is_help=True,
+)
+app.add_typer(db_app, name="db")
+
+DatabaseUrlOption = Annotated[str | None, typer.Option(
+    "--database-url", envvar="AGENTFY_DATABASE_URL", show_envvar=True,
+    help="sqlite:///PATH or postgresql+psycopg://USER@HOST/DB (default: sqlite:///var/agentfy.db).")]
 
 out = Console()
 err = Console(stderr=True)
@@ -121,6 +136,74 @@ def id_explain(
     for problem in report.problems:
         table.add_row("problem", problem)
     out.print(table, highlight=False)
+
+
+def _open_database(url: str | None) -> Database:
+    try:
+        return Database(url)
+    except ValueError as error:
+        raise _fail_usage(str(error)) from None
+
+
+@db_app.command("upgrade")
+def db_upgrade(database_url: DatabaseUrlOption = None) -> None:
+    """Apply every migration (SQLite and PostgreSQL alike) and create the platform organization."""
+    db = _open_database(database_url)
+    try:
+        before = current_revision(db)
+        upgrade(db)
+        with db.transaction() as tx:
+            platform, created = ensure_platform_organization(tx)
+        after = current_revision(db)
+        moved = "already at" if before == after else f"{before or 'empty'} ->"
+        out.print(f"database {db!r}: {moved} revision {after}; platform organization {platform.id} "
+                  f"({'created' if created else 'present'})", highlight=False)
+    finally:
+        db.dispose()
+
+
+@db_app.command("current")
+def db_current(database_url: DatabaseUrlOption = None) -> None:
+    """Print the database's migration revision and whether it is the newest; exit 1 if it is behind."""
+    db = _open_database(database_url)
+    try:
+        current, head = current_revision(db), head_revision(db)
+        out.print(f"revision {current or '(none)'}; newest {head}", highlight=False)
+        raise typer.Exit(0 if current == head else 1)
+    finally:
+        db.dispose()
+
+
+@db_app.command("scan-orphans")
+def db_scan_orphans(
+    database_url: DatabaseUrlOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
+) -> None:
+    """Report ID columns whose values are empty, the nil UUID, invalid, or point at nothing; exit 1 if any."""
+    db = _open_database(database_url)
+    columns = id_columns()
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err, transient=True, disable=as_json) as progress:
+            task = progress.add_task("scanning", total=len(columns))
+
+            def advance(column: IdColumn) -> None:
+                progress.update(task, advance=1, description=f"{column.table}.{column.column}")
+
+            findings = scan(db, progress=advance)
+    finally:
+        db.dispose()
+    if as_json:
+        out.print_json(json.dumps([{"table": f.table, "column": f.column, "problem": f.problem, "count": f.count,
+                                    "examples": f.examples} for f in findings]))
+    elif not findings:
+        out.print(f"no orphans: {len(columns)} ID columns checked")
+    else:
+        table = Table("table", "column", "problem", "rows", "examples")
+        for f in findings:
+            table.add_row(f.table, f.column, f.problem, str(f.count), ", ".join(f.examples))
+        out.print(table)
+    raise typer.Exit(1 if findings else 0)
 
 
 def main() -> None:

@@ -32,6 +32,8 @@ class InvalidAgentKeyError(ValueError):
 
 def looks_like_an_id(value: str) -> bool:
     """Whether ``value`` has the shape of an ID with any well-formed prefix (registered or not)."""
+    if value.count("-") < 3:  # every ID shape has at least three hyphens (a UUID has four)
+        return False
     return (CANONICAL.match(value, None) or AGENTFY_WORDS_LEGACY.match(value, None)
             or AGENTFY_UUID_LEGACY.match(value, None))
 

@@ -14,8 +14,11 @@ two writers queue on the busy timeout instead of deadlocking on a lock upgrade).
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import itertools
 import os
+import weakref
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -29,7 +32,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 from agentfy.ids import RandomSource, format_id, with_id_retry
-from agentfy.ids.retry import IdCollisionError
+from agentfy.ids.retry import DEFAULT_ATTEMPTS, IdCollisionError, IdRetryExhaustedError
 from agentfy.store.errors import DanglingReferenceError, InvalidInputError, StoreError, UniqueViolation
 
 #: The embedded default: a SQLite file under ./var, created on first use.
@@ -53,7 +56,7 @@ def database_url(explicit: str | None = None) -> str:
 
 def now() -> str:
     """The current time as the store writes it: ISO-8601 UTC with microseconds and a ``Z``."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 class Sql:
@@ -83,7 +86,7 @@ def create_engine(url: str) -> sa.Engine:
         if not in_memory:
             Path(database).parent.mkdir(parents=True, exist_ok=True)
         engine = sa.create_engine(
-            parsed, paramstyle="named",
+            parsed, paramstyle="named", pool_reset_on_return=None,  # Tx always ends its transaction itself
             connect_args={"check_same_thread": False, "isolation_level": None},
             **({"poolclass": StaticPool} if in_memory else {}),
         )
@@ -95,7 +98,7 @@ def create_engine(url: str) -> sa.Engine:
     if parsed.get_backend_name() == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
-        return sa.create_engine(parsed, pool_pre_ping=True)
+        return sa.create_engine(parsed, pool_pre_ping=True, pool_reset_on_return=None)
     raise ValueError(f"unsupported database URL {parsed.render_as_string(hide_password=True)!r}: expected "
                      "sqlite:///PATH or postgresql+psycopg://USER@HOST/DB")
 
@@ -141,6 +144,55 @@ def _unique_constraints(engine: sa.Engine) -> dict[str, tuple[str, ...]]:
     return cached
 
 
+class _Connections:
+    """Idle driver connections, each with its cursor, reused by transactions.
+
+    SQLAlchemy's pool costs about 15 µs per checkout and return (events, weak references, a reset), as much
+    as a primary-key SELECT on SQLite; transactions here end themselves, so a plain LIFO of idle connections
+    is enough.  ``deque.append``/``pop`` are atomic, so threads share it without a lock.  Connections are
+    created through the engine (so the SQLite pragmas apply) and detached from its pool.  After ``fork()``
+    the child forgets the parent's connections (sharing a socket or a SQLite handle corrupts both).
+    """
+
+    def __init__(self, engine: sa.Engine, max_idle: int = 16) -> None:
+        self._engine = engine
+        self._idle: collections.deque[tuple[Any, Any]] = collections.deque()
+        self._max_idle = max_idle
+        this = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: _forget_connections(this))
+
+    def acquire(self) -> tuple[Any, Any]:
+        try:
+            return self._idle.pop()
+        except IndexError:
+            proxied = self._engine.raw_connection()
+            proxied.detach()
+            connection = proxied.dbapi_connection
+            assert connection is not None  # a freshly checked-out connection is never invalidated
+            return connection, connection.cursor()
+
+    def release(self, connection: Any, cursor: Any) -> None:
+        if len(self._idle) < self._max_idle:
+            self._idle.append((connection, cursor))
+        else:
+            self.discard(connection)
+
+    @staticmethod
+    def discard(connection: Any) -> None:
+        with contextlib.suppress(Exception):
+            connection.close()
+
+    def close_all(self) -> None:
+        while self._idle:
+            self.discard(self._idle.pop()[0])
+
+
+def _forget_connections(pool: weakref.ref[_Connections]) -> None:
+    alive = pool()
+    if alive is not None:
+        alive._idle = collections.deque()  # the parent still owns them: drop, do not close
+
+
 class Database:
     """One database (SQLite file or PostgreSQL): its engine, its compiled statements, and minting.
 
@@ -153,6 +205,7 @@ class Database:
         self.engine = create_engine(self.url)
         self.dialect: str = self.engine.dialect.name
         self.random = random
+        self._connections = _Connections(self.engine)
         self._compiled: dict[int, tuple[object, str, dict[str, Any]]] = {}
         self._texts: dict[str, str] = {}
 
@@ -188,34 +241,41 @@ class Database:
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Tx]:
-        """A transaction: committed when the block ends normally, rolled back when it raises."""
-        connection = self.engine.raw_connection()
-        tx = Tx(self, connection)
+        """A transaction: committed when the block ends normally, rolled back when it raises.
+
+        A connection whose transaction could not be ended cleanly is closed, never reused.
+        """
+        connection, cursor = self._connections.acquire()
+        tx = Tx(self, connection, cursor)
         try:
             tx.begin(write=write)
             yield tx
             tx.commit()
         except BaseException:
-            tx.rollback()
+            if not tx.rollback():
+                self._connections.discard(connection)
+                raise
+            self._connections.release(connection, cursor)
             raise
-        finally:
-            connection.close()
+        self._connections.release(connection, cursor)
 
     def dispose(self) -> None:
         """Close every pooled connection (tests, shutdown)."""
+        self._connections.close_all()
         self.engine.dispose()
 
 
 class Tx:
     """One transaction on one driver connection; every statement of a unit of work goes through it."""
 
-    def __init__(self, db: Database, connection: Any) -> None:
+    def __init__(self, db: Database, connection: Any, cursor: Any) -> None:
         self.db = db
         self._connection = connection
-        self._cursor = connection.cursor()
+        self._cursor = cursor
         self._sqlite = db.dialect == "sqlite"
         self._savepoints = itertools.count()
         self._open = False
+        self._broken = False
 
     # -- transaction control -------------------------------------------------------------------------
     def begin(self, *, write: bool) -> None:
@@ -233,19 +293,22 @@ class Tx:
             else:
                 self._connection.commit()
         except Exception as error:
+            self._broken = True
             raise StoreError("the database could not commit the transaction") from error
 
-    def rollback(self) -> None:
+    def rollback(self) -> bool:
+        """End the transaction without its changes; ``False`` if the connection could not (discard it)."""
         if not self._open:
-            return
+            return not self._broken
         self._open = False
         try:
             if self._sqlite:
                 self._cursor.execute("ROLLBACK")
             else:
                 self._connection.rollback()
-        except Exception:  # noqa: S110 - the original error is what matters; the connection is discarded
-            pass
+        except Exception:
+            return False
+        return True
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
@@ -309,7 +372,13 @@ class Tx:
                 raise IdCollisionError(values["id"])
             return str(values["id"])
 
-        return with_id_retry(attempt)
+        try:
+            return attempt()  # the first try without the retry wrapper: collisions are rare
+        except IdCollisionError:
+            try:
+                return with_id_retry(attempt, attempts=DEFAULT_ATTEMPTS - 1)
+            except IdRetryExhaustedError as exhausted:
+                raise IdRetryExhaustedError(DEFAULT_ATTEMPTS) from exhausted.__cause__
 
     def insert_minted_batch(self, prefix: str, insert: Statement, rows: list[dict[str, Any]]) -> list[str]:
         """Insert many rows under freshly minted IDs; a collision repeats the whole batch with new IDs."""

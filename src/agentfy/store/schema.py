@@ -46,7 +46,14 @@ def id_check(column: str) -> sa.CheckConstraint:
 
 def id_pk(prefix: str) -> sa.Column[str]:
     """The entity's primary key: a canonical ID of ``prefix`` (legacy values only through the cutover)."""
-    return sa.Column("id", sa.Text, primary_key=True, comment=f"{prefix}-<adjective>-<noun>-<suffix>")
+    return sa.Column("id", sa.Text, primary_key=True, comment=f"{prefix}-<adjective>-<noun>-<suffix>",
+                     info={"id_prefix": prefix})
+
+
+def soft_ref(name: str, target: str, *, nullable: bool = True) -> sa.Column[str]:
+    """A reference to ``target`` without a foreign key (telemetry volume, or a cycle); the orphan scan and
+    the cutover find it through ``info["references"]``."""
+    return sa.Column(name, sa.Text, nullable=nullable, info={"references": target})
 
 
 def ref(name: str, target: str, *, on_delete: str, nullable: bool = False, **kwargs: Any) -> sa.Column[str]:
@@ -73,7 +80,7 @@ organizations = _table(
     sa.Column("name", sa.Text, nullable=False),
     # A reference without an FK (organizations and agents would reference each other): deleting the agent
     # clears it in the same transaction, and the orphan scan checks it.
-    sa.Column("default_agent_id", sa.Text, nullable=True),
+    soft_ref("default_agent_id", "agents.id"),
     sa.Column("settings", sa.Text, nullable=False, server_default="{}"),
     created_at(),
     id_columns=("id", "default_agent_id"),
@@ -406,8 +413,8 @@ traces = sa.Table(
     "traces",
     metadata,
     sa.Column("trace_id", sa.Text, primary_key=True, comment="OpenTelemetry trace ID (32 hex)"),
-    sa.Column("tenant_id", sa.Text, nullable=True),
-    sa.Column("agent_id", sa.Text, nullable=True),
+    soft_ref("tenant_id", "organizations.id"),
+    soft_ref("agent_id", "agents.id"),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("started_at", sa.Text, nullable=False),
     sa.Column("ended_at", sa.Text, nullable=True),
@@ -421,8 +428,8 @@ spans = sa.Table(
     metadata,
     sa.Column("span_id", sa.Text, primary_key=True, comment="OpenTelemetry span ID (16 hex)"),
     sa.Column("trace_id", sa.Text, nullable=False, index=True),
-    sa.Column("tenant_id", sa.Text, nullable=True),
-    sa.Column("agent_id", sa.Text, nullable=True),
+    soft_ref("tenant_id", "organizations.id"),
+    soft_ref("agent_id", "agents.id"),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("started_at", sa.Text, nullable=False),
     sa.Column("duration_ms", sa.Float, nullable=False),
@@ -436,8 +443,8 @@ usage_snapshots = sa.Table(
     "usage_snapshots",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("tenant_id", sa.Text, nullable=True),
-    sa.Column("agent_id", sa.Text, nullable=True),
+    soft_ref("tenant_id", "organizations.id"),
+    soft_ref("agent_id", "agents.id"),
     sa.Column("model", sa.Text, nullable=False),
     sa.Column("input_tokens", sa.Integer, nullable=False),
     sa.Column("output_tokens", sa.Integer, nullable=False),

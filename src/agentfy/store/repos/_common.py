@@ -10,6 +10,8 @@ from agentfy.store.errors import InvalidInputError
 
 def dump_json(value: Any, *, field: str) -> str:
     """``value`` as JSON text, or a clear error naming the field."""
+    if not value:
+        return "{}" if value is None or isinstance(value, dict) else json.dumps(value)
     try:
         return json.dumps(value if value is not None else {}, separators=(",", ":"), sort_keys=True)
     except (TypeError, ValueError) as error:
@@ -17,7 +19,9 @@ def dump_json(value: Any, *, field: str) -> str:
 
 
 def load_json(text: str | None) -> Any:
-    return json.loads(text) if text else {}
+    if not text or text == "{}":
+        return {}
+    return json.loads(text)
 
 
 def require_text(value: object, *, field: str, max_length: int = 10_000, allow_empty: bool = False) -> str:

@@ -1,0 +1,217 @@
+"""Sessions: conversations keyed by ``(tenant, session_key)``, and their ordered messages.
+
+The session key is the session's only identifier (the seed, section 5: "safe by construction"), so it is
+validated as text, not as an ID: non-empty, at most 200 characters, no control characters.  A session
+records the memory SCOPE it belongs to (``user_id``: ``group:telegram:…`` in a group, the sender in a DM);
+each message records its ACTOR (``sender_id``) when a person sent it.  The two are never interchangeable.
+
+Also home of :func:`require_label`, the rule for the other free-text identity strings the repositories
+store (actor IDs, scope strings, schedules).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Final
+
+import sqlalchemy as sa
+
+from agentfy.identity import AgentId, OrgId, Scope, parse_id
+from agentfy.store.db import Tx, now
+from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
+from agentfy.store.repos import agents
+from agentfy.store.repos._common import require_text
+from agentfy.store.schema import session_messages, sessions
+from agentfy.store.sql import insert
+
+SESSION_KEY_MAX_LENGTH: Final = 200
+LABEL_MAX_LENGTH: Final = 200
+MESSAGE_MAX_LENGTH: Final = 1_000_000
+MESSAGE_ROLES: Final = ("user", "assistant", "system", "tool")
+SESSION_STATUSES: Final = ("open", "completed")
+#: Unicode categories refused in keys and labels: control characters, lone surrogates (no encoding can store
+#: them) and the line/paragraph separators (they break log lines as a newline would).
+_REFUSED_CATEGORIES: Final = frozenset({"Cc", "Cs", "Zl", "Zp"})
+
+_COLUMNS: Final = (sessions.c.tenant_id, sessions.c.session_key, sessions.c.agent_id, sessions.c.user_id,
+                   sessions.c.status, sessions.c.compaction_count, sessions.c.created_at, sessions.c.completed_at)
+_THIS: Final = (sessions.c.tenant_id == sa.bindparam("tenant_id"),
+                sessions.c.session_key == sa.bindparam("session_key"))
+_INSERT: Final = insert(sessions, ["tenant_id", "session_key", "agent_id", "user_id", "status", "compaction_count",
+                                   "created_at"])
+_GET: Final = sa.select(*_COLUMNS).where(*_THIS)
+# The row lock serializes appends to one session on PostgreSQL (SQLite's BEGIN IMMEDIATE already does; its
+# compiler leaves FOR UPDATE out), so two writers never compute the same next seq.
+_LOCK_STATUS: Final = sa.select(sessions.c.status).where(*_THIS).with_for_update()
+_COMPLETE: Final = (sa.update(sessions).where(*_THIS, sessions.c.status == sa.bindparam("open"))
+                    .values(status=sa.bindparam("completed"), completed_at=sa.bindparam("now")))
+_INCREMENT_COMPACTION: Final = (sa.update(sessions).where(*_THIS)
+                                .values(compaction_count=sessions.c.compaction_count
+                                        + sa.bindparam("step", type_=sa.Integer))
+                                .returning(sessions.c.compaction_count))
+
+_MESSAGE_COLUMNS: Final = (session_messages.c.session_key, session_messages.c.seq, session_messages.c.role,
+                           session_messages.c.sender_id, session_messages.c.content, session_messages.c.created_at)
+_MESSAGES_OF: Final = (session_messages.c.tenant_id == sa.bindparam("tenant_id"),
+                       session_messages.c.session_key == sa.bindparam("session_key"))
+_INSERT_MESSAGE: Final = insert(session_messages, ["tenant_id", "session_key", "seq", "role", "sender_id", "content",
+                                                   "created_at"])
+_LAST_SEQ: Final = sa.select(sa.func.max(session_messages.c.seq)).where(*_MESSAGES_OF)
+_LIST_MESSAGES: Final = (sa.select(*_MESSAGE_COLUMNS)
+                         .where(*_MESSAGES_OF, session_messages.c.seq > sa.bindparam("after_seq", type_=sa.Integer))
+                         .order_by(session_messages.c.seq)
+                         .limit(sa.bindparam("limit", type_=sa.Integer)))
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A conversation.  ``user_id`` is the memory SCOPE (never the actor); ``agent_id`` the agent's ID."""
+
+    tenant_id: OrgId
+    session_key: str
+    agent_id: AgentId
+    user_id: str
+    status: str
+    compaction_count: int
+    created_at: str
+    completed_at: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMessage:
+    """One message; ``seq`` counts from 1 within the session; ``sender_id`` is the ACTOR, if a person."""
+
+    session_key: str
+    seq: int
+    role: str
+    sender_id: str | None
+    content: str
+    created_at: str
+
+
+def _session(row: tuple[Any, ...]) -> Session:
+    return Session(OrgId(row[0]), row[1], AgentId(row[2]), row[3], row[4], int(row[5]), row[6], row[7])
+
+
+def _message(row: tuple[Any, ...]) -> SessionMessage:
+    return SessionMessage(row[0], int(row[1]), row[2], row[3], row[4], row[5])
+
+
+def _refused_character(value: str) -> str | None:
+    for position, char in enumerate(value):
+        if unicodedata.category(char) in _REFUSED_CATEGORIES:
+            return f"contains the control character U+{ord(char):04X} at position {position}"
+    return None
+
+
+def require_label(value: object, *, field: str, max_length: int = LABEL_MAX_LENGTH,
+                  allow_empty: bool = False) -> str:
+    """A short identity string (an actor, a scope, a schedule): text within ``max_length`` with no control
+    characters, else :class:`InvalidInputError` naming the field.  Such strings end up in logs, keys and
+    permission look-ups, where an embedded newline or NUL would forge or split an entry."""
+    text = require_text(value, field=field, max_length=max_length, allow_empty=allow_empty)
+    problem = _refused_character(text)
+    if problem is not None:
+        raise InvalidInputError(f"{field} {problem}", field=field, value=text[:100])
+    return text
+
+
+def parse_session_key(value: object) -> str:
+    """``value`` as a session key (non-empty, at most 200 characters, no control characters)."""
+    return require_label(value, field="session_key", max_length=SESSION_KEY_MAX_LENGTH)
+
+
+def _role(value: object) -> str:
+    if value not in MESSAGE_ROLES:
+        raise InvalidInputError(f"role {value!r} is unknown; expected one of {', '.join(MESSAGE_ROLES)}",
+                                field="role", value=value)
+    return str(value)
+
+
+def open_session(tx: Tx, scope: Scope, session_key: str, agent_id: str, user_id_scope: str) -> Session:
+    """Start a session of an agent of the tenant in a memory scope; an existing key is a conflict.
+
+    ``user_id_scope`` is the SCOPE (``group:telegram:<chat>`` in a group), not the sender: all members of a
+    group share the session.  It may be empty (system contexts have none).
+    """
+    key = parse_session_key(session_key)
+    agent_id = parse_id(agent_id, "agent")
+    user_scope = require_label(user_id_scope, field="user_id_scope", allow_empty=True)
+    agent = agents.get_agent(tx, scope, agent_id)
+    stamp = now()
+    try:
+        tx.execute(_INSERT, {"tenant_id": scope.tenant_id, "session_key": key, "agent_id": agent.id,
+                             "user_id": user_scope, "status": "open", "compaction_count": 0, "created_at": stamp})
+    except UniqueViolation:  # the primary key (tenant_id, session_key) is the table's only unique rule
+        raise ConflictError(f"session_key {key!r} is already used by another session of tenant {scope.tenant_id}",
+                            field="session_key", value=key) from None
+    return Session(scope.tenant_id, key, agent.id, user_scope, "open", 0, stamp, None)
+
+
+def get_session(tx: Tx, scope: Scope, session_key: str) -> Session:
+    """The session with this key in the scope's tenant, or :class:`NotFoundError`."""
+    key = parse_session_key(session_key)
+    row = tx.one(_GET, {"tenant_id": scope.tenant_id, "session_key": key})
+    if row is None:
+        raise NotFoundError("session", key)
+    return _session(row)
+
+
+def append_message(tx: Tx, scope: Scope, session_key: str, role: str, content: str,
+                   sender_id: str | None = None) -> SessionMessage:
+    """Append a message under the session's next ``seq``; a completed session takes no more messages.
+
+    ``sender_id`` is the ACTOR (the individual sender), never the group scope.
+    """
+    key = parse_session_key(session_key)
+    role = _role(role)
+    text = require_text(content, field="content", max_length=MESSAGE_MAX_LENGTH, allow_empty=True)
+    sender = None if sender_id is None else require_label(sender_id, field="sender_id")
+    params = {"tenant_id": scope.tenant_id, "session_key": key}
+    status = tx.scalar(_LOCK_STATUS, params)
+    if status is None:
+        raise NotFoundError("session", key)
+    if status != "open":
+        raise ConflictError(f"session {key!r} is {status}; it takes no more messages", field="session_key",
+                            value=key)
+    seq = int(tx.scalar(_LAST_SEQ, params) or 0) + 1
+    stamp = now()
+    tx.execute(_INSERT_MESSAGE, {**params, "seq": seq, "role": role, "sender_id": sender, "content": text,
+                                 "created_at": stamp})
+    return SessionMessage(key, seq, role, sender, text, stamp)
+
+
+def list_messages(tx: Tx, scope: Scope, session_key: str, *, after_seq: int = 0,
+                  limit: int = 1000) -> list[SessionMessage]:
+    """The session's messages with ``seq > after_seq``, oldest first, at most ``limit`` (1-10000).
+
+    A missing session is :class:`NotFoundError`, not an empty list, so a wrong key cannot pass for a new one.
+    """
+    key = parse_session_key(session_key)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+        raise InvalidInputError(f"limit {limit!r} must be an integer from 1 to 10000", field="limit", value=limit)
+    if isinstance(after_seq, bool) or not isinstance(after_seq, int) or after_seq < 0:
+        raise InvalidInputError(f"after_seq {after_seq!r} must be a non-negative integer", field="after_seq",
+                                value=after_seq)
+    get_session(tx, scope, key)
+    rows = tx.all(_LIST_MESSAGES, {"tenant_id": scope.tenant_id, "session_key": key, "after_seq": after_seq,
+                                   "limit": limit})
+    return [_message(row) for row in rows]
+
+
+def complete_session(tx: Tx, scope: Scope, session_key: str) -> Session:
+    """Mark the session completed (status and ``completed_at`` only); completing it again changes nothing."""
+    key = parse_session_key(session_key)
+    tx.execute(_COMPLETE, {"tenant_id": scope.tenant_id, "session_key": key, "open": "open",
+                           "completed": "completed", "now": now()})
+    return get_session(tx, scope, key)
+
+
+def increment_compaction(tx: Tx, scope: Scope, session_key: str) -> int:
+    """Count one more compaction of the session, atomically; returns the new count."""
+    key = parse_session_key(session_key)
+    value = tx.scalar(_INCREMENT_COMPACTION, {"tenant_id": scope.tenant_id, "session_key": key, "step": 1})
+    if value is None:
+        raise NotFoundError("session", key)
+    return int(value)
