@@ -18,9 +18,9 @@ import collections
 import contextlib
 import itertools
 import os
-import weakref
 import re
 import sqlite3
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
