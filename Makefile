@@ -18,7 +18,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
+# Until the gateway exists, the main job migrates the embedded SQLite database (./var/agentfy.db, or
+# $$AGENTFY_DATABASE_URL) and mints a few IDs.
 run: $(VENV)/.installed
+	$(BIN)/agentfy db upgrade
 	$(BIN)/agentfy id new agent -n 5
 
 lint: $(VENV)/.installed-dev
@@ -34,6 +37,7 @@ test: lint typecheck pytest
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.ids
+	$(BIN)/python -m bench.store
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -156,8 +156,9 @@ def db_upgrade(database_url: DatabaseUrlOption = None) -> None:
             platform, created = ensure_platform_organization(tx)
         after = current_revision(db)
         moved = "already at" if before == after else f"{before or 'empty'} ->"
-        out.print(f"database {db!r}: {moved} revision {after}; platform organization {platform.id} "
-                  f"({'created' if created else 'present'})", highlight=False)
+        out.print(f"{db.display_url}: {moved} revision {after}", highlight=False, soft_wrap=True)
+        out.print(f"platform organization {platform.id} ({'created' if created else 'present'})",
+                  highlight=False, soft_wrap=True)
     finally:
         db.dispose()
 

@@ -6,6 +6,7 @@ works on typed values and a required :class:`Scope`.
 """
 
 from agentfy.identity.ids import (
+    AgentConfigPermissionId,
     AgentId,
     AgentLinkId,
     AgentMcpServerId,
@@ -24,6 +25,8 @@ from agentfy.identity.ids import (
     TeamApiKeyId,
     TeamId,
     TeamMemberId,
+    TeamTaskAttachmentId,
+    TeamTaskId,
     UserId,
     VaultDocumentId,
     parse_id,
@@ -33,6 +36,7 @@ from agentfy.identity.keys import AgentKey, InvalidAgentKeyError, parse_agent_ke
 from agentfy.identity.scope import Scope
 
 __all__ = [
+    "AgentConfigPermissionId",
     "AgentId",
     "AgentKey",
     "AgentLinkId",
@@ -54,6 +58,8 @@ __all__ = [
     "TeamApiKeyId",
     "TeamId",
     "TeamMemberId",
+    "TeamTaskAttachmentId",
+    "TeamTaskId",
     "UserId",
     "VaultDocumentId",
     "parse_agent_key",

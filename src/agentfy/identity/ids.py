@@ -36,6 +36,9 @@ MemoryChunkId = NewType("MemoryChunkId", str)
 VaultDocumentId = NewType("VaultDocumentId", str)
 SkillId = NewType("SkillId", str)
 CronJobId = NewType("CronJobId", str)
+AgentConfigPermissionId = NewType("AgentConfigPermissionId", str)
+TeamTaskId = NewType("TeamTaskId", str)
+TeamTaskAttachmentId = NewType("TeamTaskAttachmentId", str)
 
 IdT = TypeVar("IdT", bound=str)
 

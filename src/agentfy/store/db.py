@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import itertools
 import os
 import re
@@ -117,31 +118,26 @@ def _unique_violation_columns(error: BaseException, engine: sa.Engine) -> tuple[
     diag = getattr(error, "diag", None)
     constraint = getattr(diag, "constraint_name", None) or ""
     table = getattr(diag, "table_name", None)
-    if constraint == f"pk_{table}":
-        return table, ("id",)
-    known = _unique_constraints(engine).get(constraint)
+    known = _unique_constraints().get(constraint)
     return (table, known) if known else (table, (constraint,))
 
 
-_UNIQUE_CACHE: dict[int, dict[str, tuple[str, ...]]] = {}
+@functools.cache
+def _unique_constraints() -> dict[str, tuple[str, ...]]:
+    """Primary key, unique constraint and unique index name -> columns, from the schema (PostgreSQL
+    reports a violated constraint by name only)."""
+    from agentfy.store.schema import metadata  # noqa: PLC0415 - avoids a cycle at import
 
-
-def _unique_constraints(engine: sa.Engine) -> dict[str, tuple[str, ...]]:
-    """Constraint and unique-index name -> columns, from the schema (PostgreSQL reports names only)."""
-    cached = _UNIQUE_CACHE.get(id(engine))
-    if cached is None:
-        from agentfy.store.schema import metadata  # noqa: PLC0415 - avoids a cycle at import
-
-        cached = {}
-        for table in metadata.tables.values():
-            for constraint in table.constraints:
-                if isinstance(constraint, sa.UniqueConstraint) and constraint.name:
-                    cached[str(constraint.name)] = tuple(c.name for c in constraint.columns)
-            for index in table.indexes:
-                if index.unique and index.name:
-                    cached[str(index.name)] = tuple(c.name for c in index.columns)
-        _UNIQUE_CACHE[id(engine)] = cached
-    return cached
+    names: dict[str, tuple[str, ...]] = {}
+    for table in metadata.tables.values():
+        names[f"pk_{table.name}"] = tuple(c.name for c in table.primary_key.columns)
+        for constraint in table.constraints:
+            if isinstance(constraint, sa.UniqueConstraint) and constraint.name:
+                names[str(constraint.name)] = tuple(c.name for c in constraint.columns)
+        for index in table.indexes:
+            if index.unique and index.name:
+                names[str(index.name)] = tuple(c.name for c in index.columns)
+    return names
 
 
 class _Connections:
@@ -209,8 +205,13 @@ class Database:
         self._compiled: dict[int, tuple[object, str, dict[str, Any]]] = {}
         self._texts: dict[str, str] = {}
 
+    @property
+    def display_url(self) -> str:
+        """The URL without its password, for messages."""
+        return self.engine.url.render_as_string(hide_password=True)
+
     def __repr__(self) -> str:
-        return f"Database({self.engine.url.render_as_string(hide_password=True)!r})"
+        return f"Database({self.display_url!r})"
 
     def mint(self, prefix: str) -> str:
         """A new ID of ``prefix`` from this database's random source."""

@@ -21,6 +21,8 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 
+#: Names stay under PostgreSQL's 63-character limit (a test checks), so a violation's constraint name maps
+#: back to its columns exactly.
 NAMING_CONVENTION: Final = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -378,7 +380,7 @@ agent_config_permissions = _table(
     sa.Column("allow", sa.Boolean, nullable=False),
     sa.Column("granted_by", sa.Text, nullable=True),
     created_at(),
-    sa.UniqueConstraint("agent_id", "scope", "config_type", "sender_id"),
+    sa.UniqueConstraint("agent_id", "scope", "config_type", "sender_id", name="uq_agent_config_permissions_grant"),
     sa.CheckConstraint("config_type IN ('file_writer', 'cron', 'context_file')", name="config_type_known"),
     id_columns=("id", "tenant_id", "agent_id"),
 )
@@ -421,6 +423,7 @@ traces = sa.Table(
     id_check("tenant_id"),
     id_check("agent_id"),
     sa.Index("ix_traces_agent_id", "agent_id"),
+    sa.Index("ix_traces_tenant_id", "tenant_id"),
 )
 
 spans = sa.Table(
@@ -437,6 +440,7 @@ spans = sa.Table(
     id_check("tenant_id"),
     id_check("agent_id"),
     sa.Index("ix_spans_agent_id", "agent_id"),
+    sa.Index("ix_spans_tenant_id", "tenant_id"),
 )
 
 usage_snapshots = sa.Table(
@@ -452,4 +456,5 @@ usage_snapshots = sa.Table(
     id_check("tenant_id"),
     id_check("agent_id"),
     sa.Index("ix_usage_snapshots_agent_id", "agent_id"),
+    sa.Index("ix_usage_snapshots_tenant_id", "tenant_id"),
 )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import unicodedata
+from typing import Any, Final
 
 from agentfy.store.errors import InvalidInputError
 
@@ -34,3 +35,27 @@ def require_text(value: object, *, field: str, max_length: int = 10_000, allow_e
         raise InvalidInputError(f"{field} is {len(value)} characters; at most {max_length} are allowed",
                                 field=field, value=value[:100])
     return value
+
+
+#: Identity strings (actors, scopes, schedules, labels) are at most this long.
+LABEL_MAX_LENGTH: Final = 200
+_REFUSED_CATEGORIES: Final = frozenset({"Cc", "Cs", "Zl", "Zp"})
+
+
+def _refused_character(value: str) -> str | None:
+    for position, char in enumerate(value):
+        if unicodedata.category(char) in _REFUSED_CATEGORIES:
+            return f"contains the control character U+{ord(char):04X} at position {position}"
+    return None
+
+
+def require_label(value: object, *, field: str, max_length: int = LABEL_MAX_LENGTH,
+                  allow_empty: bool = False) -> str:
+    """A short identity string (an actor, a scope, a schedule): text within ``max_length`` with no control
+    characters, else :class:`InvalidInputError` naming the field.  Such strings end up in logs, keys and
+    permission look-ups, where an embedded newline or NUL would forge or split an entry."""
+    text = require_text(value, field=field, max_length=max_length, allow_empty=allow_empty)
+    problem = _refused_character(text)
+    if problem is not None:
+        raise InvalidInputError(f"{field} {problem}", field=field, value=text[:100])
+    return text

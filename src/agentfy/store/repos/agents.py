@@ -18,7 +18,7 @@ from agentfy.ids import is_id
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, NotFoundError, UniqueViolation
 from agentfy.store.repos._common import dump_json, load_json, require_text
-from agentfy.store.schema import agents, organizations
+from agentfy.store.schema import agents, organizations, spans, traces, usage_snapshots
 from agentfy.store.sql import insert_returning_id
 
 _COLUMNS: Final = (agents.c.id, agents.c.tenant_id, agents.c.agent_key, agents.c.display_name, agents.c.config,
@@ -39,6 +39,10 @@ _UPDATE: Final = (sa.update(agents).where(_IN_TENANT, agents.c.id == sa.bindpara
 _ARCHIVE: Final = (sa.update(agents).where(_IN_TENANT, agents.c.id == sa.bindparam("id"), _LIVE)
                    .values(deleted_at=sa.bindparam("now"), updated_at=sa.bindparam("now")))
 _DELETE: Final = sa.delete(agents).where(_IN_TENANT, agents.c.id == sa.bindparam("id"))
+# Telemetry has no FK (volume): the agent's rows stay as history, anonymised, instead of dangling.
+_FORGET_IN_TELEMETRY: Final = tuple(
+    sa.update(table).where(table.c.agent_id == sa.bindparam("id")).values(agent_id=sa.null())
+    for table in (spans, traces, usage_snapshots))
 _KEY_OF_ANY: Final = sa.select(agents.c.agent_key).where(_IN_TENANT, agents.c.id == sa.bindparam("id"))
 _CLEAR_DEFAULT: Final = (sa.update(organizations)
                          .where(organizations.c.id == sa.bindparam("tenant_id"),
@@ -183,12 +187,15 @@ def delete_agent(tx: Tx, scope: Scope, agent_id: str) -> None:
 
     Foreign keys cascade to owned rows (documents, memory, links both ways, memberships, MCP servers,
     cron jobs, grants) and set nullable references to NULL (team leadership, tasks and attachments it
-    created); the organization's default agent, a reference without an FK, is cleared here.
+    created); the references without an FK are cleared here: the organization's default agent, and the
+    agent ID in telemetry rows (kept, anonymised, for usage history).
     """
     agent_id = parse_id(agent_id, "agent")
     row = tx.one(_KEY_OF_ANY, {"tenant_id": scope.tenant_id, "id": agent_id})
     if row is None:
         raise NotFoundError("agent", agent_id)
     tx.execute(_CLEAR_DEFAULT, {"tenant_id": scope.tenant_id, "id": agent_id})
+    for statement in _FORGET_IN_TELEMETRY:
+        tx.execute(statement, {"id": agent_id})
     tx.execute(_DELETE, {"tenant_id": scope.tenant_id, "id": agent_id})
     _released(scope, AgentKey(row[0]))

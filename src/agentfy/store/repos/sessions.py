@@ -11,7 +11,6 @@ store (actor IDs, scope strings, schedules).
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -21,18 +20,16 @@ from agentfy.identity import AgentId, OrgId, Scope, parse_id
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
 from agentfy.store.repos import agents
-from agentfy.store.repos._common import require_text
+from agentfy.store.repos._common import require_label, require_text
 from agentfy.store.schema import session_messages, sessions
 from agentfy.store.sql import insert
 
 SESSION_KEY_MAX_LENGTH: Final = 200
-LABEL_MAX_LENGTH: Final = 200
 MESSAGE_MAX_LENGTH: Final = 1_000_000
 MESSAGE_ROLES: Final = ("user", "assistant", "system", "tool")
 SESSION_STATUSES: Final = ("open", "completed")
 #: Unicode categories refused in keys and labels: control characters, lone surrogates (no encoding can store
 #: them) and the line/paragraph separators (they break log lines as a newline would).
-_REFUSED_CATEGORIES: Final = frozenset({"Cc", "Cs", "Zl", "Zp"})
 
 _COLUMNS: Final = (sessions.c.tenant_id, sessions.c.session_key, sessions.c.agent_id, sessions.c.user_id,
                    sessions.c.status, sessions.c.compaction_count, sessions.c.created_at, sessions.c.completed_at)
@@ -98,25 +95,6 @@ def _message(row: tuple[Any, ...]) -> SessionMessage:
     return SessionMessage(row[0], int(row[1]), row[2], row[3], row[4], row[5])
 
 
-def _refused_character(value: str) -> str | None:
-    for position, char in enumerate(value):
-        if unicodedata.category(char) in _REFUSED_CATEGORIES:
-            return f"contains the control character U+{ord(char):04X} at position {position}"
-    return None
-
-
-def require_label(value: object, *, field: str, max_length: int = LABEL_MAX_LENGTH,
-                  allow_empty: bool = False) -> str:
-    """A short identity string (an actor, a scope, a schedule): text within ``max_length`` with no control
-    characters, else :class:`InvalidInputError` naming the field.  Such strings end up in logs, keys and
-    permission look-ups, where an embedded newline or NUL would forge or split an entry."""
-    text = require_text(value, field=field, max_length=max_length, allow_empty=allow_empty)
-    problem = _refused_character(text)
-    if problem is not None:
-        raise InvalidInputError(f"{field} {problem}", field=field, value=text[:100])
-    return text
-
-
 def parse_session_key(value: object) -> str:
     """``value`` as a session key (non-empty, at most 200 characters, no control characters)."""
     return require_label(value, field="session_key", max_length=SESSION_KEY_MAX_LENGTH)
@@ -158,7 +136,7 @@ def get_session(tx: Tx, scope: Scope, session_key: str) -> Session:
     return _session(row)
 
 
-def append_message(tx: Tx, scope: Scope, session_key: str, role: str, content: str,
+def append_message(tx: Tx, scope: Scope, session_key: str, role: str, content: str,  # noqa: PLR0917
                    sender_id: str | None = None) -> SessionMessage:
     """Append a message under the session's next ``seq``; a completed session takes no more messages.
 

@@ -255,7 +255,7 @@ def list_team_api_keys(tx: Tx, scope: Scope, team_id: str) -> list[TeamApiKey]:
 
 def revoke_team_api_key(tx: Tx, scope: Scope, key_id: str) -> TeamApiKey:
     """Revoke the key at once (it is no longer found); revoking it again keeps the first time."""
-    key_id = parse_id(key_id, "team-api-key")
+    key_id = parse_id(key_id, "team-api-key", field="key_id")
     params = {"tenant_id": scope.tenant_id, "key_id": key_id}
     if tx.execute(_REVOKE_KEY, {**params, "now": now()}).rowcount == 0:
         raise NotFoundError("team API key", key_id)

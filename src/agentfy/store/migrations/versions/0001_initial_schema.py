@@ -58,6 +58,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('spans', schema=None) as batch_op:
         batch_op.create_index('ix_spans_agent_id', ['agent_id'], unique=False)
+        batch_op.create_index('ix_spans_tenant_id', ['tenant_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_spans_trace_id'), ['trace_id'], unique=False)
 
     op.create_table('traces',
@@ -73,6 +74,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('traces', schema=None) as batch_op:
         batch_op.create_index('ix_traces_agent_id', ['agent_id'], unique=False)
+        batch_op.create_index('ix_traces_tenant_id', ['tenant_id'], unique=False)
 
     op.create_table('usage_snapshots',
     sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
@@ -88,6 +90,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('usage_snapshots', schema=None) as batch_op:
         batch_op.create_index('ix_usage_snapshots_agent_id', ['agent_id'], unique=False)
+        batch_op.create_index('ix_usage_snapshots_tenant_id', ['tenant_id'], unique=False)
 
     op.create_table('users',
     sa.Column('id', sa.Text(), nullable=False, comment='user-<adjective>-<noun>-<suffix>'),
@@ -193,7 +196,7 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], name=op.f('fk_agent_config_permissions_agent_id_agents'), ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['tenant_id'], ['organizations.id'], name=op.f('fk_agent_config_permissions_tenant_id_organizations'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_agent_config_permissions')),
-    sa.UniqueConstraint('agent_id', 'scope', 'config_type', 'sender_id', name=op.f('uq_agent_config_permissions_agent_id_scope_config_type_sender_id'))
+    sa.UniqueConstraint('agent_id', 'scope', 'config_type', 'sender_id', name='uq_agent_config_permissions_grant')
     )
     with op.batch_alter_table('agent_config_permissions', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_agent_config_permissions_tenant_id'), ['tenant_id'], unique=False)
@@ -642,15 +645,18 @@ def downgrade() -> None:
     op.drop_table('agents')
     op.drop_table('users')
     with op.batch_alter_table('usage_snapshots', schema=None) as batch_op:
+        batch_op.drop_index('ix_usage_snapshots_tenant_id')
         batch_op.drop_index('ix_usage_snapshots_agent_id')
 
     op.drop_table('usage_snapshots')
     with op.batch_alter_table('traces', schema=None) as batch_op:
+        batch_op.drop_index('ix_traces_tenant_id')
         batch_op.drop_index('ix_traces_agent_id')
 
     op.drop_table('traces')
     with op.batch_alter_table('spans', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_spans_trace_id'))
+        batch_op.drop_index('ix_spans_tenant_id')
         batch_op.drop_index('ix_spans_agent_id')
 
     op.drop_table('spans')

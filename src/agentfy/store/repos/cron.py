@@ -1,0 +1,111 @@
+"""Cron jobs: scheduled runs of an agent of the tenant.
+
+A job records both identities of the seed's group-chat rule: ``created_by`` is the ACTOR who scheduled it
+(audit), ``user_id`` the SCOPE it runs in (the memory and files it sees; empty for none).  The schedule is
+stored as given; the scheduler parses it.  Deleting the agent deletes its jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import sqlalchemy as sa
+
+from agentfy.identity import AgentId, CronJobId, OrgId, Scope, parse_id
+from agentfy.store.db import Tx, now
+from agentfy.store.errors import InvalidInputError, NotFoundError
+from agentfy.store.repos import agents
+from agentfy.store.repos._common import dump_json, load_json, require_label
+from agentfy.store.schema import cron_jobs
+from agentfy.store.sql import insert_returning_id
+
+_IN_TENANT: Final = cron_jobs.c.tenant_id == sa.bindparam("tenant_id")
+_COLUMNS: Final = (cron_jobs.c.id, cron_jobs.c.tenant_id, cron_jobs.c.agent_id, cron_jobs.c.created_by,
+                   cron_jobs.c.user_id, cron_jobs.c.schedule, cron_jobs.c.payload, cron_jobs.c.enabled,
+                   cron_jobs.c.created_at)
+_INSERT: Final = insert_returning_id(cron_jobs, ["tenant_id", "agent_id", "created_by", "user_id", "schedule",
+                                                 "payload", "enabled", "created_at"])
+_BY_ID: Final = sa.select(*_COLUMNS).where(_IN_TENANT, cron_jobs.c.id == sa.bindparam("job_id"))
+_LIST: Final = sa.select(*_COLUMNS).where(_IN_TENANT).order_by(cron_jobs.c.created_at, cron_jobs.c.id)
+_LIST_OF_AGENT: Final = (sa.select(*_COLUMNS).where(_IN_TENANT, cron_jobs.c.agent_id == sa.bindparam("agent_id"))
+                         .order_by(cron_jobs.c.created_at, cron_jobs.c.id))
+_SET_ENABLED: Final = (sa.update(cron_jobs).where(_IN_TENANT, cron_jobs.c.id == sa.bindparam("job_id"))
+                       .values(enabled=sa.bindparam("enabled")))
+_DELETE: Final = sa.delete(cron_jobs).where(_IN_TENANT, cron_jobs.c.id == sa.bindparam("job_id"))
+
+
+@dataclass(frozen=True, slots=True)
+class CronJob:
+    """``created_by`` is the ACTOR who scheduled the job; ``user_id`` the SCOPE it runs in."""
+
+    id: CronJobId
+    tenant_id: OrgId
+    agent_id: AgentId
+    created_by: str
+    user_id: str
+    schedule: str
+    payload: dict[str, Any]
+    enabled: bool
+    created_at: str
+
+
+def _job(row: tuple[Any, ...]) -> CronJob:
+    return CronJob(CronJobId(row[0]), OrgId(row[1]), AgentId(row[2]), row[3], row[4], row[5], load_json(row[6]),
+                   bool(row[7]), row[8])
+
+
+def _enabled(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInputError(f"enabled must be true or false, got {value!r}", field="enabled", value=value)
+    return value
+
+
+def create_cron_job(tx: Tx, scope: Scope, agent_id: str, *, created_by: str, schedule: str,
+                    user_id_scope: str = "", payload: dict[str, Any] | None = None,
+                    enabled: bool = True) -> CronJob:
+    """Schedule an agent of the tenant.  ``created_by`` is the actor; ``user_id_scope`` the scope it runs in."""
+    agent_id = parse_id(agent_id, "agent")
+    actor = require_label(created_by, field="created_by")
+    user_scope = require_label(user_id_scope, field="user_id_scope", allow_empty=True)
+    cron_schedule = require_label(schedule, field="schedule")
+    payload_text = dump_json(payload, field="payload")
+    is_enabled = _enabled(enabled)
+    agents.get_agent(tx, scope, agent_id)
+    stamp = now()
+    job_id = tx.insert_minted("cron-job", _INSERT, {
+        "tenant_id": scope.tenant_id, "agent_id": agent_id, "created_by": actor, "user_id": user_scope,
+        "schedule": cron_schedule, "payload": payload_text, "enabled": is_enabled, "created_at": stamp})
+    return CronJob(CronJobId(job_id), scope.tenant_id, AgentId(agent_id), actor, user_scope, cron_schedule,
+                   payload or {}, is_enabled, stamp)
+
+
+def get_cron_job(tx: Tx, scope: Scope, job_id: str) -> CronJob:
+    job_id = parse_id(job_id, "cron-job", field="job_id")
+    row = tx.one(_BY_ID, {"tenant_id": scope.tenant_id, "job_id": job_id})
+    if row is None:
+        raise NotFoundError("cron job", job_id)
+    return _job(row)
+
+
+def list_cron_jobs(tx: Tx, scope: Scope, agent_id: str | None = None) -> list[CronJob]:
+    """The tenant's jobs, or one agent's (the agent must be in the tenant)."""
+    if agent_id is None:
+        return [_job(row) for row in tx.all(_LIST, {"tenant_id": scope.tenant_id})]
+    agent = agents.get_agent(tx, scope, parse_id(agent_id, "agent"))
+    return [_job(row) for row in tx.all(_LIST_OF_AGENT, {"tenant_id": scope.tenant_id, "agent_id": agent.id})]
+
+
+def set_cron_job_enabled(tx: Tx, scope: Scope, job_id: str, enabled: bool) -> CronJob:
+    job_id = parse_id(job_id, "cron-job", field="job_id")
+    is_enabled = _enabled(enabled)
+    if tx.execute(_SET_ENABLED, {"tenant_id": scope.tenant_id, "job_id": job_id,
+                                 "enabled": is_enabled}).rowcount == 0:
+        raise NotFoundError("cron job", job_id)
+    return get_cron_job(tx, scope, job_id)
+
+
+def delete_cron_job(tx: Tx, scope: Scope, job_id: str) -> None:
+    job_id = parse_id(job_id, "cron-job", field="job_id")
+    if tx.execute(_DELETE, {"tenant_id": scope.tenant_id, "job_id": job_id}).rowcount == 0:
+        raise NotFoundError("cron job", job_id)
