@@ -26,7 +26,8 @@ from tests.store.helpers import new_agent, new_tenant
 
 GROUP = "group:telegram:-100123"
 #: Tables keyed by tenant but deliberately without a foreign key (history and telemetry: the seed, section
-#: 12): they keep what they recorded when a tenant or agent goes away.
+#: 12). The audit log keeps what it recorded; telemetry is anonymised or removed, which
+#: test_deletion_telemetry.py checks.
 UNOWNED_TENANT_TABLES = frozenset({"org_audit", "traces", "spans", "usage_snapshots"})
 
 
