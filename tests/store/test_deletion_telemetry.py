@@ -11,7 +11,8 @@ from tests.store.helpers import new_agent, new_tenant
 def _telemetry(db: Database, tenant_id: str, agent_id: str, n: int) -> None:
     with db.transaction() as tx:
         tx.execute("INSERT INTO traces (trace_id, tenant_id, agent_id, name, started_at) "
-                   "VALUES (:t, :tenant, :agent, 'turn', 'now')", {"t": f"t{n}", "tenant": tenant_id, "agent": agent_id})
+                   "VALUES (:t, :tenant, :agent, 'turn', 'now')",
+                   {"t": f"t{n}", "tenant": tenant_id, "agent": agent_id})
         tx.execute("INSERT INTO spans (span_id, trace_id, tenant_id, agent_id, name, started_at, duration_ms, "
                    "attributes) VALUES (:s, :t, :tenant, :agent, 'llm', 'now', 1.5, '{}')",
                    {"s": f"s{n}", "t": f"t{n}", "tenant": tenant_id, "agent": agent_id})

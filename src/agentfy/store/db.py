@@ -349,7 +349,7 @@ class Tx:
     def one(self, statement: Statement, params: Params | None = None) -> Row | None:
         """The first row, or ``None``."""
         row = self.execute(statement, params).fetchone()
-        return None if row is None else tuple(row)
+        return row if row is None or type(row) is tuple else tuple(row)
 
     def all(self, statement: Statement, params: Params | None = None) -> list[Row]:
         return [tuple(r) for r in self.execute(statement, params).fetchall()]

@@ -7,13 +7,12 @@ unique only within a tenant.  ``resolve_agent`` takes either and returns both.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import sqlalchemy as sa
 
 from agentfy.identity import AgentId, AgentKey, InvalidIdError, OrgId, Scope, parse_agent_key, parse_id
-from agentfy.identity.keys import InvalidAgentKeyError, looks_like_an_id
+from agentfy.identity.keys import InvalidAgentKeyError, agent_key_problem, looks_like_an_id
 from agentfy.ids import is_id
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, NotFoundError, UniqueViolation
@@ -50,10 +49,12 @@ _CLEAR_DEFAULT: Final = (sa.update(organizations)
                          .values(default_agent_id=sa.null()))
 
 
-@dataclass(frozen=True, slots=True)
-class Agent:
+class Agent(NamedTuple):
     """An agent with both identities.  ``id`` for storage, events, APIs and traces; ``agent_key`` for
-    prompts, paths, logs and the UI (always together with the tenant)."""
+    prompts, paths, logs and the UI (always together with the tenant).
+
+    A named tuple rather than a frozen dataclass: it is built on every resolution (the hot path of every
+    request), and a frozen dataclass costs several times as much to construct."""
 
     id: AgentId
     tenant_id: OrgId
@@ -66,7 +67,8 @@ class Agent:
 
 
 def _agent(row: tuple[Any, ...]) -> Agent:
-    return Agent(AgentId(row[0]), OrgId(row[1]), AgentKey(row[2]), row[3], load_json(row[4]), row[5], row[6], row[7])
+    # The NewTypes are the identity at run time; calling them would cost a call each on the hot path.
+    return Agent(row[0], row[1], row[2], row[3], load_json(row[4]), row[5], row[6], row[7])
 
 
 def _duplicate_key(scope: Scope, key: str) -> ConflictError:
@@ -132,15 +134,14 @@ def resolve_agent(tx: Tx, scope: Scope, id_or_key: str) -> Agent:
     """
     if is_id(id_or_key, "agent"):
         row = tx.one(_BY_ID, {"tenant_id": scope.tenant_id, "id": id_or_key})
-    elif isinstance(id_or_key, str) and looks_like_an_id(id_or_key):
-        raise InvalidIdError(id_or_key, "agent", field="agent")  # e.g. a team ID where an agent is expected
     else:
-        try:
-            key = parse_agent_key(id_or_key, field="agent")
-        except InvalidAgentKeyError as error:
+        problem = agent_key_problem(id_or_key)
+        if problem is not None:
+            if isinstance(id_or_key, str) and looks_like_an_id(id_or_key):
+                raise InvalidIdError(id_or_key, "agent", field="agent")  # e.g. a team ID where an agent belongs
             raise InvalidAgentKeyError(id_or_key, "expected an agent ID (agent-<adjective>-<noun>-<12 Crockford "
-                                       f"base32>) or an agent_key; as a key it {error.reason}", field="agent") from None
-        row = tx.one(_BY_KEY, {"tenant_id": scope.tenant_id, "agent_key": key})
+                                       f"base32>) or an agent_key; as a key it {problem}", field="agent")
+        row = tx.one(_BY_KEY, {"tenant_id": scope.tenant_id, "agent_key": id_or_key})
     if row is None:
         raise NotFoundError("agent", id_or_key)
     return _agent(row)

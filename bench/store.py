@@ -1,0 +1,192 @@
+"""Benchmark of the store against plain SQL doing the same work, on SQLite and PostgreSQL.
+
+Run: ``make bench`` (or ``.venv/bin/python -m bench.store``).  For each engine it prints, each with a
+baseline measured alternately in the same run:
+
+* agent create rate: ``create_agent`` in its own transaction vs one plain ``INSERT`` in its own
+  transaction on a driver connection (goal: within 1.5x, i.e. a ratio of at least 0.67);
+* ``resolve_agent`` by ID and by key vs the plain ``SELECT`` by primary key / by (tenant, key);
+* a 100,000-row knowledge-graph batch ingest (validated in full before the first write) vs one plain
+  ``executemany`` of the same rows.
+
+PostgreSQL: a scratch database is created on ``$AGENTFY_BENCH_PG_URL`` (default the local server) and
+dropped at the end; without a server that part is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sqlite3
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from agentfy.identity import Scope
+from agentfy.ids import format_id
+from agentfy.store.db import Database, now
+from agentfy.store.migrate import upgrade
+from agentfy.store.repos import agents, knowledge, orgs
+from bench.harness import compare, header
+
+PG_ADMIN_URL = os.environ.get("AGENTFY_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+INGEST_ROWS = 100_000
+_keys = itertools.count()
+
+INSERT_AGENT = ("INSERT INTO agents (id, tenant_id, agent_key, display_name, config, created_at, updated_at) "
+                "VALUES ({p}, {p}, {p}, {p}, '{{}}', {p}, {p})")
+SELECT_BY_ID = ("SELECT id, tenant_id, agent_key, display_name, config, created_at, updated_at, deleted_at "
+                "FROM agents WHERE tenant_id = {p} AND id = {p} AND deleted_at IS NULL")
+SELECT_BY_KEY = ("SELECT id, tenant_id, agent_key, display_name, config, created_at, updated_at, deleted_at "
+                 "FROM agents WHERE tenant_id = {p} AND agent_key = {p} AND deleted_at IS NULL")
+INSERT_ENTITY = ("INSERT INTO kg_entities (id, tenant_id, agent_id, user_id, name, entity_type, properties, "
+                 "created_at) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, '{{}}', {p})")
+
+
+class Plain:
+    """The baseline: a bare driver connection, positional parameters, no validation."""
+
+    def __init__(self, db: Database) -> None:
+        self.sqlite = db.dialect == "sqlite"
+        if self.sqlite:
+            path = db.engine.url.database
+            assert path
+            self.conn: Any = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self.p = "?"
+        else:
+            url = db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+            self.conn = psycopg.connect(url)
+            self.p = "%s"
+        self.cur = self.conn.cursor()
+
+    def sql(self, template: str) -> str:
+        return template.format(p=self.p)
+
+    def begin(self, *, write: bool = True) -> None:
+        if self.sqlite:
+            self.cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    def commit(self) -> None:
+        if self.sqlite:
+            self.cur.execute("COMMIT")
+        else:
+            self.conn.commit()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def databases() -> Iterator[tuple[str, Database]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Database(f"sqlite:///{Path(tmp) / 'bench.db'}")
+        upgrade(db)
+        yield "sqlite", db
+        db.dispose()
+    try:
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3)
+    except psycopg.Error as error:
+        print(f"# postgresql: skipped, no server at {PG_ADMIN_URL} ({type(error).__name__})")
+        return
+    name = f"agentfy_bench_{uuid.uuid4().hex[:10]}"
+    admin.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+    try:
+        url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+        db = Database(url)
+        upgrade(db)
+        yield "postgresql", db
+        db.dispose()
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+        admin.close()
+
+
+def run(dialect: str, db: Database) -> None:
+    with db.transaction() as tx:
+        scope = Scope(orgs.create_organization(tx, slug=f"bench-{uuid.uuid4().hex[:8]}", name="Bench").id)
+    plain = Plain(db)
+    insert_agent, by_id, by_key = plain.sql(INSERT_AGENT), plain.sql(SELECT_BY_ID), plain.sql(SELECT_BY_KEY)
+
+    def create_ours(n: int) -> None:
+        for _ in range(n):
+            with db.transaction() as tx:
+                agents.create_agent(tx, scope, agent_key=f"k{next(_keys)}")
+
+    def create_plain(n: int) -> None:
+        for _ in range(n):
+            plain.begin()
+            stamp = now()
+            key = f"p{next(_keys)}"
+            plain.cur.execute(insert_agent, (format_id("agent"), scope.tenant_id, key, key, stamp, stamp))
+            plain.commit()
+
+    results = [compare(f"{dialect}: create agent (1 per transaction)", create_ours, create_plain, n=500,
+                       rounds=5, baseline_label="plain INSERT", goal=0.67)]
+    with db.transaction() as tx:
+        tx.execute("ANALYZE")  # planner statistics, as autovacuum would have them in production
+    with db.transaction(write=False) as tx:
+        sample = agents.list_agents(tx, scope)[:2000]
+    ids, keys = [a.id for a in sample], [a.agent_key for a in sample]
+
+    def resolver(values: list[str]) -> Callable[[int], None]:
+        def resolve(n: int) -> None:
+            with db.transaction(write=False) as tx:
+                for value in values[:n]:
+                    agents.resolve_agent(tx, scope, value)
+        return resolve
+
+    def selector(sql: str, values: list[str]) -> Callable[[int], None]:
+        def select(n: int) -> None:
+            plain.begin(write=False)
+            for value in values[:n]:
+                plain.cur.execute(sql, (scope.tenant_id, value)).fetchone()
+            plain.commit()
+        return select
+
+    n = len(sample)
+    results.append(compare(f"{dialect}: resolve_agent by ID", resolver(ids), selector(by_id, ids), n=n,
+                           baseline_label="plain SELECT by id", goal=0.67))
+    results.append(compare(f"{dialect}: resolve_agent by key", resolver(keys), selector(by_key, keys), n=n,
+                           baseline_label="plain SELECT by key", goal=0.67))
+
+    agent_id = sample[0].id
+    insert_entity = plain.sql(INSERT_ENTITY)
+
+    def ingest_ours(count: int) -> None:
+        rows = [knowledge.EntityInput(agent_id=agent_id, user_id="u", name=f"e{i}", entity_type="thing")
+                for i in range(count)]
+        with db.transaction() as tx:
+            knowledge.ingest_graph(tx, scope, entities=rows)
+
+    def ingest_plain(count: int) -> None:
+        stamp = now()
+        rows = [(format_id("kg-entity"), scope.tenant_id, agent_id, "u", f"e{i}", "thing", stamp)
+                for i in range(count)]
+        plain.begin()
+        plain.cur.executemany(insert_entity, rows)
+        plain.commit()
+
+    results.append(compare(f"{dialect}: KG batch ingest ({INGEST_ROWS:,} rows)", ingest_ours, ingest_plain,
+                           n=INGEST_ROWS, rounds=3, baseline_label="plain executemany", goal=0.67))
+    plain.close()
+    for result in results:
+        print(result.line())
+    sys.stdout.flush()
+
+
+def main() -> None:
+    only = sys.argv[1] if len(sys.argv) > 1 else None  # `python -m bench.store sqlite` runs one engine
+    header("agentfy.store vs plain SQL (rates; a ratio of 0.67 is 'within 1.5x')")
+    for dialect, db in databases():
+        if only in (None, dialect):
+            run(dialect, db)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""Organization credentials (API keys of model providers, channel tokens), encrypted at rest.
+
+AES-256-GCM with a fresh 12-byte random nonce per encryption, and the owner organization's ID (UTF-8) as
+associated data: the ciphertext is bound to its owner, so a secret copied into another organization's row
+(a bug, a bad restore, a malicious write) fails to authenticate instead of decrypting for the wrong
+tenant.  A ciphertext that does not authenticate raises :class:`CredentialDecryptionError`; garbage is
+never returned.
+
+The key comes from ``$AGENTFY_CREDENTIALS_KEY`` (base64 of 32 bytes) or, for the embedded setup, from a
+key file created on first use with mode 0600 (:func:`load_or_create_key_file`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import secrets
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import sqlalchemy as sa
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from agentfy.identity import OrgCredentialId, Scope
+from agentfy.store.db import Tx, now
+from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UniqueViolation
+from agentfy.store.repos._batch import check_text
+from agentfy.store.schema import org_credentials
+from agentfy.store.sql import insert_returning_id
+
+KEY_ENV: Final = "AGENTFY_CREDENTIALS_KEY"
+KEY_BYTES: Final = 32
+NONCE_BYTES: Final = 12
+NAME_MAX_LENGTH: Final = 200
+#: Far above any real credential; keeps a row from holding a file.
+SECRET_MAX_BYTES: Final = 64 * 1024
+
+_IN_ORG: Final = org_credentials.c.org_id == sa.bindparam("tenant_id")
+_INSERT: Final = insert_returning_id(org_credentials, ["org_id", "name", "nonce", "ciphertext", "created_at"])
+_BY_NAME: Final = sa.select(org_credentials.c.id, org_credentials.c.org_id, org_credentials.c.nonce,
+                            org_credentials.c.ciphertext).where(_IN_ORG, org_credentials.c.name == sa.bindparam("name"))
+_REPLACE: Final = (sa.update(org_credentials).where(_IN_ORG, org_credentials.c.id == sa.bindparam("id"))
+                   .values(nonce=sa.bindparam("nonce"), ciphertext=sa.bindparam("ciphertext")))
+_NAMES: Final = sa.select(org_credentials.c.name).where(_IN_ORG).order_by(org_credentials.c.name)
+_DELETE: Final = sa.delete(org_credentials).where(_IN_ORG, org_credentials.c.name == sa.bindparam("name"))
+
+
+class CredentialKeyError(StoreError):
+    """The credentials key is missing or malformed (configuration, not data)."""
+
+    code = "credential_key_invalid"
+
+
+class CredentialDecryptionError(StoreError):
+    """A stored credential did not authenticate: the wrong key, or a ciphertext not written for this
+    organization (copied from another one, or altered)."""
+
+    code = "credential_undecryptable"
+
+
+class CredentialCipher:
+    """AES-GCM bound to an owner: ``encrypt(owner_id, secret)`` / ``decrypt(owner_id, nonce, ciphertext)``."""
+
+    __slots__ = ("_aead",)
+
+    def __init__(self, key: bytes) -> None:
+        if not isinstance(key, bytes) or len(key) != KEY_BYTES:
+            got = f"{len(key)} bytes" if isinstance(key, bytes) else type(key).__name__
+            raise CredentialKeyError(f"the credentials key must be {KEY_BYTES} bytes (AES-256), got {got}")
+        self._aead = AESGCM(key)
+
+    def __repr__(self) -> str:
+        return "CredentialCipher(<key hidden>)"
+
+    @staticmethod
+    def generate_key() -> bytes:
+        return AESGCM.generate_key(bit_length=KEY_BYTES * 8)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> CredentialCipher:
+        """From ``$AGENTFY_CREDENTIALS_KEY``: the base64 of a 32-byte key."""
+        value = (os.environ if environ is None else environ).get(KEY_ENV)
+        if not value:
+            raise CredentialKeyError(f"${KEY_ENV} is not set: it must hold the base64 of a {KEY_BYTES}-byte key "
+                                     "(generate one with: python -c \"import os, base64; "
+                                     "print(base64.b64encode(os.urandom(32)).decode())\")")
+        return cls(_decode_key(value, f"${KEY_ENV}"))
+
+    @classmethod
+    def from_key_file(cls, path: str | os.PathLike[str]) -> CredentialCipher:
+        """From the embedded setup's key file, created on first use (see :func:`load_or_create_key_file`)."""
+        return cls(load_or_create_key_file(path))
+
+    def encrypt(self, owner_id: str, secret: bytes) -> tuple[bytes, bytes]:
+        """``(nonce, ciphertext)`` for ``secret``, bound to ``owner_id``; a fresh random nonce each call."""
+        nonce = secrets.token_bytes(NONCE_BYTES)
+        return nonce, self._aead.encrypt(nonce, secret, owner_id.encode("utf-8"))
+
+    def decrypt(self, owner_id: str, nonce: bytes, ciphertext: bytes) -> bytes:
+        """The secret, or :class:`CredentialDecryptionError` if it does not authenticate for ``owner_id``."""
+        try:
+            return self._aead.decrypt(bytes(nonce), bytes(ciphertext), owner_id.encode("utf-8"))
+        except (InvalidTag, ValueError):
+            raise CredentialDecryptionError(
+                f"a credential of organization {owner_id} could not be decrypted: the key is not the one it was "
+                "encrypted with, or the ciphertext was not written for this organization") from None
+
+
+def _decode_key(text: str, source: str) -> bytes:
+    try:
+        key = base64.b64decode(text.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        raise CredentialKeyError(f"{source} is not valid base64") from None
+    if len(key) != KEY_BYTES:
+        raise CredentialKeyError(f"{source} decodes to {len(key)} bytes; a {KEY_BYTES}-byte key is required")
+    return key
+
+
+def load_or_create_key_file(path: str | os.PathLike[str]) -> bytes:
+    """The key stored (base64) in ``path``, creating the file with a new key and mode 0600 if missing.
+
+    Creation is exclusive (``O_EXCL``), so two processes starting together agree on one key.  An existing
+    file readable or writable by group or others is refused: the key would not be secret.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(base64.b64encode(CredentialCipher.generate_key()).decode("ascii") + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+    mode = stat.S_IMODE(target.stat().st_mode)
+    if os.name == "posix" and mode & 0o077:
+        raise CredentialKeyError(f"credentials key file {target} has mode {mode:04o}; it must be readable by "
+                                 f"its owner only (chmod 600 {target})")
+    return _decode_key(target.read_text(encoding="ascii"), f"credentials key file {target}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    id: OrgCredentialId
+    org_id: str
+    nonce: bytes
+    ciphertext: bytes
+
+
+def _stored(tx: Tx, scope: Scope, name: str) -> _Stored | None:
+    row = tx.one(_BY_NAME, {"tenant_id": scope.tenant_id, "name": name})
+    return None if row is None else _Stored(OrgCredentialId(row[0]), row[1], bytes(row[2]), bytes(row[3]))
+
+
+def _secret(value: object) -> bytes:
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise InvalidInputError(f"invalid secret: expected bytes, got {type(value).__name__}", field="secret",
+                                value=None)
+    secret = bytes(value)
+    if len(secret) > SECRET_MAX_BYTES:
+        raise InvalidInputError(f"invalid secret: {len(secret)} bytes; at most {SECRET_MAX_BYTES} are allowed",
+                                field="secret", value=None)
+    return secret
+
+
+def put_credential(tx: Tx, scope: Scope, cipher: CredentialCipher, name: str, secret: bytes) -> OrgCredentialId:
+    """Store ``secret`` under ``name`` in the scope's organization (replacing a previous one, which keeps its
+    ID), encrypted with a fresh nonce and bound to the organization."""
+    name = check_text(name, "name", max_length=NAME_MAX_LENGTH)
+    nonce, ciphertext = cipher.encrypt(scope.tenant_id, _secret(secret))
+    existing = _stored(tx, scope, name)
+    if existing is not None:
+        tx.execute(_REPLACE, {"tenant_id": scope.tenant_id, "id": existing.id, "nonce": nonce,
+                              "ciphertext": ciphertext})
+        return existing.id
+    values: dict[str, Any] = {"org_id": scope.tenant_id, "name": name, "nonce": nonce, "ciphertext": ciphertext,
+                              "created_at": now()}
+    try:
+        return OrgCredentialId(tx.insert_minted("org-credential", _INSERT, values))
+    except UniqueViolation:
+        raise ConflictError(f"credential {name!r} was created by another transaction at the same time; retry",
+                            field="name", value=name) from None
+
+
+def get_credential(tx: Tx, scope: Scope, cipher: CredentialCipher, name: str) -> bytes:
+    """The secret stored under ``name`` in the scope's organization; :class:`NotFoundError` if there is none,
+    :class:`CredentialDecryptionError` if it does not authenticate (never garbage)."""
+    name = check_text(name, "name", max_length=NAME_MAX_LENGTH)
+    stored = _stored(tx, scope, name)
+    if stored is None:
+        raise NotFoundError("credential", name)
+    try:
+        # The associated data is the scope's organization: the owner the caller is entitled to read as.
+        return cipher.decrypt(scope.tenant_id, stored.nonce, stored.ciphertext)
+    except CredentialDecryptionError as error:
+        raise CredentialDecryptionError(f"credential {name!r}: {error}") from None
+
+
+def list_credential_names(tx: Tx, scope: Scope) -> list[str]:
+    """The names of the organization's credentials (never the secrets), sorted."""
+    return [row[0] for row in tx.all(_NAMES, {"tenant_id": scope.tenant_id})]
+
+
+def delete_credential(tx: Tx, scope: Scope, name: str) -> None:
+    name = check_text(name, "name", max_length=NAME_MAX_LENGTH)
+    if tx.execute(_DELETE, {"tenant_id": scope.tenant_id, "name": name}).rowcount == 0:
+        raise NotFoundError("credential", name)

@@ -1,0 +1,135 @@
+"""Credentials: AES-GCM bound to the owner organization, the key's sources, tenant isolation."""
+
+from __future__ import annotations
+
+import base64
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from agentfy.ids import is_canonical_id
+from agentfy.store.db import Database
+from agentfy.store.errors import NotFoundError
+from agentfy.store.repos import credentials
+from agentfy.store.repos.credentials import (
+    CredentialCipher,
+    CredentialDecryptionError,
+    CredentialKeyError,
+    load_or_create_key_file,
+)
+from tests.store.helpers import count, new_tenant
+
+KEY = bytes(range(32))
+
+
+@pytest.fixture
+def cipher() -> CredentialCipher:
+    return CredentialCipher(KEY)
+
+
+def _stored(db: Database, org_id: str, name: str) -> tuple[bytes, bytes]:
+    with db.transaction(write=False) as tx:
+        row = tx.one("SELECT nonce, ciphertext FROM org_credentials WHERE org_id = :org AND name = :name",
+                     {"org": org_id, "name": name})
+    assert row is not None
+    return bytes(row[0]), bytes(row[1])
+
+
+def test_put_get_list_replace_delete(db: Database, cipher: CredentialCipher) -> None:
+    acme = new_tenant(db, "acme")
+    with db.transaction() as tx:
+        first = credentials.put_credential(tx, acme, cipher, "openai", b"sk-first")
+        credentials.put_credential(tx, acme, cipher, "anthropic", b"sk-ant")
+        assert is_canonical_id(first, "org-credential")
+        assert credentials.get_credential(tx, acme, cipher, "openai") == b"sk-first"
+        assert credentials.list_credential_names(tx, acme) == ["anthropic", "openai"]
+    nonce, ciphertext = _stored(db, acme.tenant_id, "openai")
+    assert b"sk-first" not in ciphertext and len(nonce) == 12
+    with db.transaction() as tx:
+        assert credentials.put_credential(tx, acme, cipher, "openai", b"sk-second") == first  # keeps its ID
+        assert credentials.get_credential(tx, acme, cipher, "openai") == b"sk-second"
+    assert _stored(db, acme.tenant_id, "openai")[0] != nonce
+    with db.transaction() as tx:
+        credentials.delete_credential(tx, acme, "openai")
+        assert credentials.list_credential_names(tx, acme) == ["anthropic"]
+        with pytest.raises(NotFoundError, match="credential 'openai' not found"):
+            credentials.get_credential(tx, acme, cipher, "openai")
+
+
+def test_every_encryption_uses_a_fresh_nonce(cipher: CredentialCipher) -> None:
+    a, b = cipher.encrypt("org-x", b"same"), cipher.encrypt("org-x", b"same")
+    assert a[0] != b[0] and a[1] != b[1]
+    assert cipher.decrypt("org-x", *a) == cipher.decrypt("org-x", *b) == b"same"
+
+
+def test_a_ciphertext_copied_to_another_organization_does_not_decrypt(db: Database, cipher: CredentialCipher) -> None:
+    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    with db.transaction() as tx:
+        credentials.put_credential(tx, acme, cipher, "openai", b"acme's secret")
+        credentials.put_credential(tx, globex, cipher, "openai", b"globex's secret")
+    nonce, ciphertext = _stored(db, acme.tenant_id, "openai")
+    with db.transaction() as tx:  # a bug, a bad restore or a malicious write copies acme's row into globex's
+        tx.execute("UPDATE org_credentials SET nonce = :nonce, ciphertext = :ciphertext WHERE org_id = :org",
+                   {"nonce": nonce, "ciphertext": ciphertext, "org": globex.tenant_id})
+    with db.transaction() as tx:
+        with pytest.raises(CredentialDecryptionError, match=r"credential 'openai'.*could not be decrypted"):
+            credentials.get_credential(tx, globex, cipher, "openai")
+        assert credentials.get_credential(tx, acme, cipher, "openai") == b"acme's secret"
+
+
+def test_a_wrong_key_or_a_tampered_ciphertext_raises_never_garbage(db: Database, cipher: CredentialCipher) -> None:
+    acme = new_tenant(db, "acme")
+    with db.transaction() as tx:
+        credentials.put_credential(tx, acme, cipher, "token", b"secret")
+    with db.transaction() as tx, pytest.raises(CredentialDecryptionError):
+        credentials.get_credential(tx, acme, CredentialCipher(bytes(32)), "token")
+    _, ciphertext = _stored(db, acme.tenant_id, "token")
+    with db.transaction() as tx:
+        tx.execute("UPDATE org_credentials SET ciphertext = :c", {"c": bytes([ciphertext[0] ^ 1]) + ciphertext[1:]})
+    with db.transaction() as tx, pytest.raises(CredentialDecryptionError):
+        credentials.get_credential(tx, acme, cipher, "token")
+
+
+def test_another_tenants_credential_is_not_found(db: Database, cipher: CredentialCipher) -> None:
+    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    with db.transaction() as tx:
+        credentials.put_credential(tx, globex, cipher, "openai", b"theirs")
+    with db.transaction() as tx:
+        with pytest.raises(NotFoundError, match="credential 'openai' not found"):
+            credentials.get_credential(tx, acme, cipher, "openai")
+        with pytest.raises(NotFoundError, match="credential 'openai' not found"):
+            credentials.delete_credential(tx, acme, "openai")
+        assert credentials.list_credential_names(tx, acme) == []
+        credentials.put_credential(tx, acme, cipher, "openai", b"mine")  # a separate row
+    with db.transaction() as tx:
+        assert credentials.get_credential(tx, globex, cipher, "openai") == b"theirs"
+    assert count(db, "org_credentials") == 2
+
+
+def test_key_from_env() -> None:
+    encoded = base64.b64encode(KEY).decode()
+    cipher = CredentialCipher.from_env({"AGENTFY_CREDENTIALS_KEY": encoded})
+    assert CredentialCipher(KEY).decrypt("o", *cipher.encrypt("o", b"s")) == b"s"
+    assert "key hidden" in repr(cipher) and encoded not in repr(cipher)
+    with pytest.raises(CredentialKeyError, match="AGENTFY_CREDENTIALS_KEY is not set"):
+        CredentialCipher.from_env({})
+    with pytest.raises(CredentialKeyError, match="not valid base64"):
+        CredentialCipher.from_env({"AGENTFY_CREDENTIALS_KEY": "not base64!"})
+    with pytest.raises(CredentialKeyError, match="decodes to 16 bytes"):
+        CredentialCipher.from_env({"AGENTFY_CREDENTIALS_KEY": base64.b64encode(bytes(16)).decode()})
+    with pytest.raises(CredentialKeyError, match="must be 32 bytes"):
+        CredentialCipher(b"short")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_key_file_is_created_0600_once_and_reused(tmp_path: Path) -> None:
+    path = tmp_path / "var" / "credentials.key"
+    key = load_or_create_key_file(path)
+    assert len(key) == 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_or_create_key_file(path) == key
+    assert CredentialCipher.from_key_file(path).decrypt("o", *CredentialCipher(key).encrypt("o", b"s")) == b"s"
+    path.chmod(0o644)
+    with pytest.raises(CredentialKeyError, match="mode 0644"):
+        load_or_create_key_file(path)
