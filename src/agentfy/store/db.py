@@ -271,6 +271,7 @@ class Tx:
 
     def __init__(self, db: Database, connection: Any, cursor: Any) -> None:
         self.db = db
+        self._compiled = db._compiled
         self._connection = connection
         self._cursor = cursor
         self._sqlite = db.dialect == "sqlite"
@@ -327,7 +328,9 @@ class Tx:
     # -- statements ----------------------------------------------------------------------------------
     def execute(self, statement: Statement, params: Params | None = None) -> Any:
         """Run one statement; driver errors come back as :mod:`agentfy.store.errors` (never SQL text)."""
-        sql, defaults = self.db.compiled(statement)
+        cached = self._compiled.get(id(statement))  # Database.compiled, inlined: this is every statement
+        sql, defaults = (cached[1], cached[2]) if cached is not None and cached[0] is statement \
+            else self.db.compiled(statement)
         if defaults:
             params = {**defaults, **(params or {})}
         try:
