@@ -38,6 +38,7 @@ test: lint typecheck pytest
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.ids
 	$(BIN)/python -m bench.store
+	$(BIN)/python -m bench.router
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -259,6 +259,8 @@ class Database:
             self._connections.release(connection, cursor)
             raise
         self._connections.release(connection, cursor)
+        for callback in tx._after_commit:
+            callback()
 
     def dispose(self) -> None:
         """Close every pooled connection (tests, shutdown)."""
@@ -278,6 +280,11 @@ class Tx:
         self._savepoints = itertools.count()
         self._open = False
         self._broken = False
+        self._after_commit: list[Callable[[], None]] = []
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once this transaction has committed (never if it rolls back)."""
+        self._after_commit.append(callback)
 
     # -- transaction control -------------------------------------------------------------------------
     def begin(self, *, write: bool) -> None:

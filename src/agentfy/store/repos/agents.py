@@ -6,6 +6,7 @@ unique only within a tenant.  ``resolve_agent`` takes either and returns both.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
@@ -76,20 +77,33 @@ def _duplicate_key(scope: Scope, key: str) -> ConflictError:
                          field="agent_key", value=key)
 
 
-#: Observers told when an agent's key stops naming it (renamed, archived or deleted); the router's cache
-#: registers here.  Called after the statement succeeded, inside the transaction.
-AgentKeyListener = Callable[[Scope, AgentKey], None]
-_key_listeners: list[AgentKeyListener] = []
+#: Observers told when a cached view of an agent goes stale (renamed, updated, archived or deleted): the
+#: router's cache registers here.  ``listener(scope, agent_id, agent_key)`` gets the key the agent had.
+AgentChangeListener = Callable[[Scope, AgentId, AgentKey], None]
+_listeners: list[weakref.WeakMethod[AgentChangeListener] | Callable[[], AgentChangeListener]] = []
 
 
-def on_agent_key_released(listener: AgentKeyListener) -> None:
-    """Register ``listener(scope, old_key)`` for renames, archivals and deletions."""
-    _key_listeners.append(listener)
+def on_agent_changed(listener: AgentChangeListener) -> None:
+    """Register ``listener``; a bound method is held weakly, so a registered cache can still be collected."""
+    if hasattr(listener, "__self__"):
+        _listeners.append(weakref.WeakMethod(listener))
+    else:
+        _listeners.append(lambda: listener)
 
 
-def _released(scope: Scope, key: AgentKey) -> None:
-    for listener in _key_listeners:
-        listener(scope, key)
+def _changed(tx: Tx, scope: Scope, agent_id: AgentId, key: AgentKey) -> None:
+    """Tell listeners now (so this process stops serving the old view at once) and again after the commit
+    (so a reader that re-cached the old committed row in between is corrected)."""
+    def notify() -> None:
+        for ref in list(_listeners):
+            listener = ref()
+            if listener is None:
+                _listeners.remove(ref)
+            else:
+                listener(scope, agent_id, key)
+
+    notify()
+    tx.after_commit(notify)
 
 
 def create_agent(tx: Tx, scope: Scope, *, agent_key: str, display_name: str | None = None,
@@ -161,7 +175,7 @@ def rename_agent(tx: Tx, scope: Scope, agent_id: str, new_key: str) -> Agent:
         if "agent_key" in error.columns:
             raise _duplicate_key(scope, key) from None
         raise
-    _released(scope, agent.agent_key)
+    _changed(tx, scope, agent.id, agent.agent_key)
     return get_agent(tx, scope, agent.id)
 
 
@@ -173,6 +187,7 @@ def update_agent(tx: Tx, scope: Scope, agent_id: str, *, display_name: str | Non
     tx.execute(_UPDATE, {"tenant_id": scope.tenant_id, "id": agent.id, "display_name": name,
                          "config": dump_json(config if config is not None else agent.config, field="config"),
                          "now": now()})
+    _changed(tx, scope, agent.id, agent.agent_key)
     return get_agent(tx, scope, agent.id)
 
 
@@ -180,7 +195,7 @@ def archive_agent(tx: Tx, scope: Scope, agent_id: str) -> None:
     """Soft-delete: the row stays (with its history) but is not found, and its key is free at once."""
     agent = get_agent(tx, scope, agent_id)
     tx.execute(_ARCHIVE, {"tenant_id": scope.tenant_id, "id": agent.id, "now": now()})
-    _released(scope, agent.agent_key)
+    _changed(tx, scope, agent.id, agent.agent_key)
 
 
 def delete_agent(tx: Tx, scope: Scope, agent_id: str) -> None:
@@ -199,4 +214,4 @@ def delete_agent(tx: Tx, scope: Scope, agent_id: str) -> None:
     for statement in _FORGET_IN_TELEMETRY:
         tx.execute(statement, {"id": agent_id})
     tx.execute(_DELETE, {"tenant_id": scope.tenant_id, "id": agent_id})
-    _released(scope, AgentKey(row[0]))
+    _changed(tx, scope, AgentId(agent_id), AgentKey(row[0]))

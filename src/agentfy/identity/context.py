@@ -1,0 +1,181 @@
+"""The request's identity, carried in a ``contextvars.ContextVar`` (the seed's ``store.With…``/``…FromContext``).
+
+One immutable :class:`RequestContext` per task or thread: binding a field returns a *new* context and sets it
+for the enclosed block only, so nothing leaks between concurrent asyncio tasks (each task runs in a copy of
+the context it was created in) or threads (each thread starts from the empty context).
+
+The two identities of the group-chat pattern live side by side:
+
+* ``user_id`` — the SCOPE: memory, knowledge graph, sessions and files (``group:telegram:<chatID>``,
+  ``guild:<guildID>:user:<senderID>``, or the sender in a DM, or the HTTP user);
+* ``sender_id`` — the ACTOR: permission checks (always the individual, never the group);
+* :func:`actor_id` — the sender if set, else the user ID: audit trails, ownership, roles.
+
+Typed: the tenant and agent ID are parsed on the way in (an ``agent_key`` can never be bound as the agent
+ID); the key fields are ``agent_key`` values.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, replace
+from typing import Final
+
+from agentfy.identity.ids import AgentId, OrgId, parse_id
+from agentfy.identity.keys import AgentKey, parse_agent_key
+from agentfy.identity.scope import Scope
+
+ROLES: Final = ("owner", "admin", "operator", "member")
+
+
+class MissingTenantError(LookupError):
+    """An operation that needs a tenant ran without one in its context: never a look-up by bare key."""
+
+    def __init__(self, operation: str) -> None:
+        super().__init__(f"{operation} needs a tenant in the request context (bind one with with_tenant_id); "
+                         "an agent_key is only unique within a tenant")
+        self.operation = operation
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """Who is asking, on whose behalf, in which tenant.  Empty fields are ``None``."""
+
+    tenant_id: OrgId | None = None
+    agent_id: AgentId | None = None
+    agent_key: AgentKey | None = None
+    tool_agent_key: AgentKey | None = None
+    user_id: str | None = None
+    sender_id: str | None = None
+    role: str | None = None
+
+    @property
+    def actor_id(self) -> str | None:
+        """The acting principal: the sender if set, else the user ID (audit, ownership, roles)."""
+        return self.sender_id or self.user_id
+
+    def scope(self) -> Scope:
+        """The tenant scope, or :class:`MissingTenantError`."""
+        if self.tenant_id is None:
+            raise MissingTenantError("this operation")
+        return Scope(self.tenant_id)
+
+
+EMPTY: Final = RequestContext()
+_current: contextvars.ContextVar[RequestContext] = contextvars.ContextVar("agentfy_request_context", default=EMPTY)
+
+
+def current() -> RequestContext:
+    """The context of the running task or thread (``EMPTY`` outside any binding)."""
+    return _current.get()
+
+
+def _validated(**fields: object) -> dict[str, object]:
+    checked: dict[str, object] = {}
+    for name, value in fields.items():
+        if value is None:
+            checked[name] = None
+        elif name == "tenant_id":
+            checked[name] = OrgId(parse_id(value, "org", field="tenant_id"))
+        elif name == "agent_id":
+            checked[name] = AgentId(parse_id(value, "agent", field="agent_id"))
+        elif name in ("agent_key", "tool_agent_key"):
+            checked[name] = parse_agent_key(value, field=name)
+        elif name == "role":
+            if value not in ROLES:
+                raise ValueError(f"role {value!r} is unknown; expected one of {', '.join(ROLES)}")
+            checked[name] = value
+        elif name in ("user_id", "sender_id"):
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+            checked[name] = value or None
+        else:
+            raise TypeError(f"RequestContext has no field {name!r}")
+    return checked
+
+
+@contextmanager
+def bind(**fields: object) -> Iterator[RequestContext]:
+    """Set fields of the current context for the enclosed block (validated; ``None`` clears a field)."""
+    context = replace(current(), **_validated(**fields))  # type: ignore[arg-type]
+    token = _current.set(context)
+    try:
+        yield context
+    finally:
+        _current.reset(token)
+
+
+@contextmanager
+def use(context: RequestContext) -> Iterator[RequestContext]:
+    """Make ``context`` (e.g. one rebuilt from an event or a queued message) current for the block."""
+    token = _current.set(context)
+    try:
+        yield context
+    finally:
+        _current.reset(token)
+
+
+# The seed's helpers, by name -------------------------------------------------------------------------------
+def with_tenant_id(tenant_id: str) -> AbstractContextManager[RequestContext]:
+    return bind(tenant_id=tenant_id)
+
+
+def with_agent_id(agent_id: str) -> AbstractContextManager[RequestContext]:
+    return bind(agent_id=agent_id)
+
+
+def with_agent_key(agent_key: str) -> AbstractContextManager[RequestContext]:
+    return bind(agent_key=agent_key)
+
+
+def with_tool_agent_key(agent_key: str) -> AbstractContextManager[RequestContext]:
+    return bind(tool_agent_key=agent_key)
+
+
+def with_user_id(user_id: str) -> AbstractContextManager[RequestContext]:
+    return bind(user_id=user_id)
+
+
+def with_sender_id(sender_id: str) -> AbstractContextManager[RequestContext]:
+    return bind(sender_id=sender_id)
+
+
+def with_role(role: str) -> AbstractContextManager[RequestContext]:
+    return bind(role=role)
+
+
+def tenant_id_from_context() -> OrgId | None:
+    return current().tenant_id
+
+
+def agent_id_from_context() -> AgentId | None:
+    return current().agent_id
+
+
+def agent_key_from_context() -> AgentKey | None:
+    return current().agent_key
+
+
+def tool_agent_key_from_context() -> AgentKey | None:
+    return current().tool_agent_key
+
+
+def user_id_from_context() -> str | None:
+    """The SCOPE (memory, files, sessions)."""
+    return current().user_id
+
+
+def sender_id_from_context() -> str | None:
+    """The ACTOR (permission checks)."""
+    return current().sender_id
+
+
+def role_from_context() -> str | None:
+    return current().role
+
+
+def actor_id() -> str | None:
+    """The sender if set, else the user ID (audit, ownership, roles)."""
+    return current().actor_id
