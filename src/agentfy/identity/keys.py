@@ -14,6 +14,9 @@ from typing import Final, NewType
 from agentfy.ids import AGENTFY_UUID_LEGACY, AGENTFY_WORDS_LEGACY, CANONICAL
 
 AgentKey = NewType("AgentKey", str)
+#: An organization's slug: its human-readable identity (URLs, workspace paths, log fields).
+TenantSlug = NewType("TenantSlug", str)
+TENANT_SLUG_MAX_LENGTH: Final = 63
 
 AGENT_KEY_MAX_LENGTH: Final = 100
 _SLUG: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -59,3 +62,37 @@ def parse_agent_key(value: object, *, field: str = "agent_key") -> AgentKey:
     if problem is not None:
         raise InvalidAgentKeyError(value, problem, field=field)
     return AgentKey(value)  # type: ignore[arg-type]
+
+
+class InvalidTenantSlugError(ValueError):
+    """A value used as a tenant slug is not one (wrong shape, or an ID passed where the slug belongs)."""
+
+    def __init__(self, value: object, reason: str, *, field: str = "tenant_slug") -> None:
+        self.value = value
+        self.field = field
+        self.reason = reason
+        shown = value if isinstance(value, str) else type(value).__name__
+        super().__init__(f"invalid {field} {shown!r}: {reason}")
+
+
+def tenant_slug_problem(value: object) -> str | None:
+    """Why ``value`` is not a tenant slug, or ``None`` if it is."""
+    if not isinstance(value, str) or type(value) is not str:
+        return "expected a string"
+    if not value:
+        return "is empty"
+    if len(value) > TENANT_SLUG_MAX_LENGTH:
+        return f"is {len(value)} characters; at most {TENANT_SLUG_MAX_LENGTH} are allowed"
+    if not _SLUG.fullmatch(value):
+        return "expected a lower-case slug: a-z, 0-9 and single hyphens, e.g. 'acme'"
+    if looks_like_an_id(value):
+        return "has the shape of an ID; pass the tenant's slug, not its ID"
+    return None
+
+
+def parse_tenant_slug(value: object, *, field: str = "tenant_slug") -> TenantSlug:
+    """``value`` as a :data:`TenantSlug`, or :class:`InvalidTenantSlugError`."""
+    problem = tenant_slug_problem(value)
+    if problem is not None:
+        raise InvalidTenantSlugError(value, problem, field=field)
+    return TenantSlug(value)  # type: ignore[arg-type]

@@ -34,7 +34,13 @@ from sqlalchemy.pool import StaticPool
 
 from agentfy.ids import RandomSource, format_id, with_id_retry
 from agentfy.ids.retry import DEFAULT_ATTEMPTS, IdCollisionError, IdRetryExhaustedError
-from agentfy.store.errors import DanglingReferenceError, InvalidInputError, StoreError, UniqueViolation
+from agentfy.store.errors import (
+    DanglingReferenceError,
+    InvalidInputError,
+    StoreError,
+    TransactionFailedError,
+    UniqueViolation,
+)
 
 #: The embedded default: a SQLite file under ./var, created on first use.
 DEFAULT_DATABASE_URL: Final = "sqlite:///var/agentfy.db"
@@ -280,6 +286,7 @@ class Tx:
         self._savepoints = itertools.count()
         self._open = False
         self._broken = False
+        self._failed = False
         self._after_commit: list[Callable[[], None]] = []
 
     def after_commit(self, callback: Callable[[], None]) -> None:
@@ -295,6 +302,11 @@ class Tx:
     def commit(self) -> None:
         if not self._open:
             return
+        if self._failed:
+            # PostgreSQL would turn this COMMIT into a silent ROLLBACK; SQLite would commit the statements
+            # before the failed one.  Neither is what the caller meant: refuse, the same way on both.
+            self.rollback()
+            raise TransactionFailedError()
         self._open = False
         try:
             if self._sqlite:
@@ -323,12 +335,14 @@ class Tx:
     def savepoint(self) -> Iterator[None]:
         """A nested unit: rolled back alone when the block raises (the transaction stays usable)."""
         name = f"sp_{next(self._savepoints)}"
+        failed_before = self._failed
         self._cursor.execute(f"SAVEPOINT {name}")
         try:
             yield
         except BaseException:
             self._cursor.execute(f"ROLLBACK TO SAVEPOINT {name}")
             self._cursor.execute(f"RELEASE SAVEPOINT {name}")
+            self._failed = failed_before  # the failure was undone with the savepoint
             raise
         self._cursor.execute(f"RELEASE SAVEPOINT {name}")
 
@@ -343,6 +357,7 @@ class Tx:
         try:
             return self._cursor.execute(sql, params or {})
         except Exception as error:
+            self._failed = True
             raise self._translate(error) from error
 
     def executemany(self, statement: Statement, rows: Sequence[Params]) -> None:
@@ -354,6 +369,7 @@ class Tx:
         try:
             self._cursor.executemany(sql, rows)
         except Exception as error:
+            self._failed = True
             raise self._translate(error) from error
 
     def one(self, statement: Statement, params: Params | None = None) -> Row | None:

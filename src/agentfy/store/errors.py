@@ -70,3 +70,17 @@ class UniqueViolation(StoreError):
     @property
     def is_primary_key(self) -> bool:
         return self.columns == ("id",)
+
+
+class TransactionFailedError(StoreError):
+    """A statement in the transaction failed and the caller went on to commit: everything is rolled back.
+
+    Catch a store error *outside* the transaction it happened in (or inside a ``tx.savepoint()``), never
+    inside it and carry on: PostgreSQL has already aborted the transaction, and on SQLite the earlier
+    statements would be committed without the failed one.
+    """
+
+    code = "transaction_failed"
+
+    def __init__(self) -> None:
+        super().__init__("a statement of this transaction failed; nothing was written")

@@ -7,13 +7,13 @@ acts *inside* an organization takes its ``Scope``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Final
 
 import sqlalchemy as sa
 
 from agentfy.identity import OrgId, OrgMemberId, Scope, UserId, parse_id
+from agentfy.identity.keys import tenant_slug_problem
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
 from agentfy.store.repos._common import dump_json, load_json, require_text
@@ -23,7 +23,6 @@ from agentfy.store.sql import insert, insert_returning_id
 #: The platform organization: its ID is fixed by the seed, so every environment agrees on it.
 PLATFORM_ORG_ID: Final = OrgId("org-silver-days-zxy8s9bpp6hp")
 PLATFORM_ORG_SLUG: Final = "platform"
-_SLUG: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 _ORG_COLUMNS: Final = (organizations.c.id, organizations.c.slug, organizations.c.name,
                        organizations.c.default_agent_id, organizations.c.settings, organizations.c.created_at)
@@ -84,11 +83,13 @@ def _org(row: tuple[Any, ...]) -> Organization:
 
 
 def parse_slug(value: object) -> str:
-    slug = require_text(value, field="slug", max_length=63)
-    if not _SLUG.fullmatch(slug):
-        raise InvalidInputError(f"slug {slug!r} must be a lower-case slug: a-z, 0-9 and single hyphens",
-                                field="slug", value=slug)
-    return slug
+    """An organization slug: a lower-case slug of at most 63 characters that never has the shape of an ID
+    (a slug is display, URL and path material; mistaking one for an ID, or the reverse, must be impossible)."""
+    problem = tenant_slug_problem(value)
+    if problem is not None:
+        shown = value if isinstance(value, str) else type(value).__name__
+        raise InvalidInputError(f"slug {shown!r} {problem}", field="slug", value=value)
+    return str(value)
 
 
 def _role(value: object) -> str:
