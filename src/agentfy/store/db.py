@@ -252,10 +252,17 @@ class Database:
 
         A connection whose transaction could not be ended cleanly is closed, never reused.
         """
-        connection, cursor = self._connections.acquire()
+        try:
+            connection, cursor = self._connections.acquire()
+        except Exception as error:
+            raise StoreError("the database is not reachable") from error
         tx = Tx(self, connection, cursor)
         try:
-            tx.begin(write=write)
+            try:
+                tx.begin(write=write)
+            except Exception as error:
+                tx._broken = True
+                raise StoreError("the database could not begin a transaction") from error
             yield tx
             tx.commit()
         except BaseException:

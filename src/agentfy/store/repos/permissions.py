@@ -7,8 +7,9 @@ A grant names three identities that must not be confused (the seed, "ActorID vs 
   column ``scope`` and called ``chat_scope`` here so it cannot be mistaken for the tenant ``Scope``;
 * the ACTOR it names (``sender_id``: the individual sender, never the group).
 
-This module stores and looks up; the policy (deny empty or synthetic senders, allow outside groups,
-fail-open on a database error) belongs to the permission layer, which calls :func:`find_grant`.
+This module stores and looks up; the policy (deny empty or synthetic senders, allow outside groups, and
+fail closed on a database error unless an operator opts into fail-open) belongs to
+:mod:`agentfy.permissions`, which calls :func:`find_grant`.
 """
 
 from __future__ import annotations
