@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agentfy.events.outbox import publish
 from agentfy.store.db import Database
 from agentfy.store.orphans import scan
 from agentfy.store.repos import agents, orgs
@@ -42,8 +43,11 @@ def test_deleting_an_organization_removes_its_telemetry_and_keeps_the_others(db:
     a, g = new_agent(db, acme, "bot"), new_agent(db, globex, "bot")
     _telemetry(db, acme.tenant_id, a.id, 1)
     _telemetry(db, globex.tenant_id, g.id, 2)
+    for scope, agent in ((acme, a), (globex, g)):
+        with db.transaction() as tx:
+            publish(tx, type="session.completed", tenant_id=scope.tenant_id, source_id="s", agent_id=agent.id)
     with db.transaction() as tx:
         orgs.delete_organization(tx, acme.tenant_id)
-    for table in ("traces", "spans", "usage_snapshots"):
+    for table in ("traces", "spans", "usage_snapshots", "event_outbox"):
         assert _agent_ids(db, table) == [g.id]
     assert scan(db) == []

@@ -56,6 +56,7 @@ ID_MODELS: Final = (
     "AgentConfigPermission",
     "TeamTask",
     "TeamTaskAttachment",
+    "DomainEvent",
 )
 
 #: Model name -> prefix.  Read-only; every value equals ``derive_prefix(model)`` (tested).

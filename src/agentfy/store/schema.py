@@ -458,3 +458,36 @@ usage_snapshots = sa.Table(
     sa.Index("ix_usage_snapshots_agent_id", "agent_id"),
     sa.Index("ix_usage_snapshots_tenant_id", "tenant_id"),
 )
+
+
+# The durable event bus (agentfy.events): the outbox, written in the same transaction as the change that
+# caused each event.  Its tenant and agent IDs are wire data: validated by the bus's publish-time policy
+# (warn or refuse), not by a CHECK, so that a bad value is stored and dead-lettered instead of lost.
+EVENT_STATUSES: Final = ("pending", "processing", "done", "dead")
+
+event_outbox = sa.Table(
+    "event_outbox",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True, comment="domain-event-<adjective>-<noun>-<suffix>",
+              info={"id_prefix": "domain-event"}),
+    # Not soft references: an event is a message, and a delivered one is history; the orphan scan would
+    # otherwise report every event of a deleted agent.  The cutover scans these columns as text.
+    sa.Column("tenant_id", sa.Text, nullable=False),
+    sa.Column("type", sa.Text, nullable=False),
+    sa.Column("source_id", sa.Text, nullable=False, comment="what the event is about; dedup key with tenant and type"),
+    sa.Column("agent_id", sa.Text, nullable=True),
+    sa.Column("user_id", sa.Text, nullable=True),
+    sa.Column("occurred_at", sa.Text, nullable=False),
+    sa.Column("payload", sa.Text, nullable=False, server_default="{}"),
+    sa.Column("status", sa.Text, nullable=False, server_default="pending"),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("available_at", sa.Text, nullable=False),
+    sa.Column("claimed_by", sa.Text, nullable=True),
+    sa.Column("claimed_until", sa.Text, nullable=True),
+    sa.Column("last_error", sa.Text, nullable=True),
+    sa.Column("finished_at", sa.Text, nullable=True),
+    sa.UniqueConstraint("tenant_id", "type", "source_id", name="uq_event_outbox_dedup"),
+    sa.Index("ix_event_outbox_status_available", "status", "available_at"),
+    sa.CheckConstraint("status IN ('pending', 'processing', 'done', 'dead')", name="status_known"),
+    id_check("id"),
+)

@@ -17,7 +17,16 @@ from agentfy.identity.keys import tenant_slug_problem
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
 from agentfy.store.repos._common import dump_json, load_json, require_text
-from agentfy.store.schema import ROLES, org_members, organizations, spans, traces, usage_snapshots, users
+from agentfy.store.schema import (
+    ROLES,
+    event_outbox,
+    org_members,
+    organizations,
+    spans,
+    traces,
+    usage_snapshots,
+    users,
+)
 from agentfy.store.sql import insert, insert_returning_id
 
 #: The platform organization: its ID is fixed by the seed, so every environment agrees on it.
@@ -34,7 +43,7 @@ _LIST_ORGS: Final = sa.select(*_ORG_COLUMNS).order_by(organizations.c.slug)
 _DELETE_ORG: Final = sa.delete(organizations).where(organizations.c.id == sa.bindparam("id"))
 # Telemetry has no FK (volume); a deleted tenant's telemetry goes with it.  The audit log stays: history.
 _DELETE_TELEMETRY: Final = tuple(sa.delete(table).where(table.c.tenant_id == sa.bindparam("id"))
-                                 for table in (spans, traces, usage_snapshots))
+                                 for table in (spans, traces, usage_snapshots, event_outbox))
 _SET_DEFAULT_AGENT: Final = (sa.update(organizations).where(organizations.c.id == sa.bindparam("id"))
                              .values(default_agent_id=sa.bindparam("agent_id")))
 _SET_SETTINGS: Final = (sa.update(organizations).where(organizations.c.id == sa.bindparam("id"))
@@ -142,7 +151,8 @@ def get_organization_by_slug(tx: Tx, slug: str) -> Organization:
 
 
 def delete_organization(tx: Tx, org_id: str) -> None:
-    """Delete a tenant and everything it owns (every tenant table cascades, telemetry is deleted with it);
+    """Delete a tenant and everything it owns (every tenant table cascades; telemetry and the tenant's
+    events in the outbox, which have no FK, are deleted with it);
     always succeeds.  The audit log keeps its rows: it is history, and records IDs as they were."""
     org_id = parse_id(org_id, "org")
     if tx.execute(_DELETE_ORG, {"id": org_id}).rowcount == 0:
