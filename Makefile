@@ -39,6 +39,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.ids
 	$(BIN)/python -m bench.store
 	$(BIN)/python -m bench.router
+	$(BIN)/python -m bench.events
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
