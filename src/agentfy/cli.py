@@ -7,7 +7,9 @@ so scripts can use it as a predicate; usage errors exit 2 (Typer's convention).
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 from typing import Annotated
 
 import typer
@@ -15,16 +17,19 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from agentfy.events.outbox import dead_letters, requeue_dead_letter
 from agentfy.ids import (
     ID_ENTITIES,
     PRODUCTS,
     explain_id,
     format_id,
+    is_id,
 )
 from agentfy.ids.explain import IdExplanation
 from agentfy.ids.registry import UnknownPrefixError
 from agentfy.ids.validate import UnknownProductError
 from agentfy.store.db import Database
+from agentfy.store.errors import StoreError
 from agentfy.store.migrate import current_revision, head_revision, upgrade
 from agentfy.store.orphans import IdColumn, id_columns, scan
 from agentfy.store.repos.orgs import ensure_platform_organization
@@ -46,6 +51,9 @@ db_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(db_app, name="db")
+
+events_app = typer.Typer(help="The durable event bus: dead letters and requeues.", no_args_is_help=True)
+app.add_typer(events_app, name="events")
 
 DatabaseUrlOption = Annotated[str | None, typer.Option(
     "--database-url", envvar="AGENTFY_DATABASE_URL", show_envvar=True,
@@ -138,17 +146,31 @@ def id_explain(
     out.print(table, highlight=False)
 
 
-def _open_database(url: str | None) -> Database:
+def _open_database(url: str | None, *, migrated: bool = True) -> Database:
+    """The database; with ``migrated``, refuse (exit 1, with what to do) one that is behind the migrations."""
     try:
-        return Database(url)
+        db = Database(url)
     except ValueError as error:
         raise _fail_usage(str(error)) from None
+    if migrated:
+        try:
+            current, head = current_revision(db), head_revision(db)
+        except Exception:
+            db.dispose()
+            err.print(f"[red]error:[/red] cannot read the schema revision of {db.display_url}", highlight=False)
+            raise typer.Exit(1) from None
+        if current != head:
+            db.dispose()
+            err.print(f"[red]error:[/red] {db.display_url} is at schema revision {current or '(none)'}, the newest "
+                      f"is {head}: run `agentfy db upgrade` first", highlight=False)
+            raise typer.Exit(1)
+    return db
 
 
 @db_app.command("upgrade")
 def db_upgrade(database_url: DatabaseUrlOption = None) -> None:
     """Apply every migration (SQLite and PostgreSQL alike) and create the platform organization."""
-    db = _open_database(database_url)
+    db = _open_database(database_url, migrated=False)
     try:
         before = current_revision(db)
         upgrade(db)
@@ -166,7 +188,7 @@ def db_upgrade(database_url: DatabaseUrlOption = None) -> None:
 @db_app.command("current")
 def db_current(database_url: DatabaseUrlOption = None) -> None:
     """Print the database's migration revision and whether it is the newest; exit 1 if it is behind."""
-    db = _open_database(database_url)
+    db = _open_database(database_url, migrated=False)
     try:
         current, head = current_revision(db), head_revision(db)
         out.print(f"revision {current or '(none)'}; newest {head}", highlight=False)
@@ -207,6 +229,85 @@ def db_scan_orphans(
     raise typer.Exit(1 if findings else 0)
 
 
+@events_app.command("dead-letters")
+def events_dead_letters(
+    database_url: DatabaseUrlOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print them as JSON.")] = False,
+) -> None:
+    """List events that were given up on (after their last attempt, or at once for an invalid ID)."""
+    db = _open_database(database_url)
+    try:
+        dead = dead_letters(db)
+    finally:
+        db.dispose()
+    if as_json:
+        out.print_json(json.dumps([{"id": d.event.id, "type": d.event.type, "tenant_id": d.event.tenant_id,
+                                    "agent_id": d.event.agent_id, "source_id": d.event.source_id,
+                                    "attempts": d.attempts, "last_error": d.last_error,
+                                    "finished_at": d.finished_at} for d in dead]))
+        return
+    if not dead:
+        out.print("no dead letters")
+        return
+    table = Table("event", "type", "tenant", "agent", "attempts", "last error")
+    for d in dead:
+        table.add_row(d.event.id, d.event.type, d.event.tenant_id, d.event.agent_id or "", str(d.attempts),
+                      d.last_error or "")
+    out.print(table)
+
+
+@events_app.command("requeue")
+def events_requeue(
+    event_id: Annotated[str, typer.Argument(help="The dead event's ID (domain-event-…).")],
+    database_url: DatabaseUrlOption = None,
+) -> None:
+    """Give a dead event a fresh set of attempts, once its cause is fixed; exit 1 if it is not dead."""
+    if not is_id(event_id, "domain-event"):
+        raise _fail_usage(f"{event_id!r} is not an event ID (expected domain-event-<adjective>-<noun>-<suffix>)")
+    db = _open_database(database_url)
+    try:
+        requeued = requeue_dead_letter(db, event_id)
+    finally:
+        db.dispose()
+    out.print(f"requeued {event_id}" if requeued else f"{event_id} is not a dead letter", highlight=False)
+    raise typer.Exit(0 if requeued else 1)
+
+
+@app.command("worker")
+def worker(
+    database_url: DatabaseUrlOption = None,
+    once: Annotated[bool, typer.Option("--once", help="Handle what is due now, then exit.")] = False,
+    poll: Annotated[float, typer.Option(min=0.05, help="Seconds between polls when idle.")] = 0.5,
+) -> None:
+    """Run the consolidation workers (episodic, semantic, dreaming, dedup) as a separate process.
+
+    Any number of worker processes may share one PostgreSQL database (events are claimed with FOR UPDATE
+    SKIP LOCKED); on SQLite, claims are serialised. Stops cleanly on Ctrl-C or SIGTERM.
+    """
+    from agentfy.events.consolidation import handlers  # noqa: PLC0415 - only the worker needs them
+    from agentfy.events.worker import Worker  # noqa: PLC0415
+
+    db = _open_database(database_url)
+    runner = Worker(db, handlers())
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    err.print(f"worker {runner.name} on {db.display_url}: {', '.join(sorted(runner.handlers))}", highlight=False)
+    try:
+        if once:
+            while runner.run_once():
+                pass
+        else:
+            runner.run_forever(stop, poll_seconds=poll)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        db.dispose()
+
+
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: a storage failure is one line on stderr and exit 1, not a traceback."""
+    try:
+        app()
+    except StoreError as error:
+        err.print(f"[red]error:[/red] {error}", highlight=False)
+        raise SystemExit(1) from None
