@@ -7,6 +7,7 @@ so scripts can use it as a predicate; usage errors exit 2 (Typer's convention).
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -28,7 +29,7 @@ from agentfy.ids import (
 from agentfy.ids.explain import IdExplanation
 from agentfy.ids.registry import UnknownPrefixError
 from agentfy.ids.validate import UnknownProductError
-from agentfy.store.db import Database
+from agentfy.store.db import DATABASE_URL_ENV, Database
 from agentfy.store.errors import StoreError
 from agentfy.store.migrate import current_revision, head_revision, upgrade
 from agentfy.store.orphans import IdColumn, id_columns, scan
@@ -302,6 +303,48 @@ def worker(
         pass
     finally:
         db.dispose()
+
+
+@app.command("serve")
+def serve(
+    database_url: DatabaseUrlOption = None,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
+    processes: Annotated[int, typer.Option("--workers", min=1, max=64,
+                                           help="Gateway processes behind the one port (PostgreSQL for more "
+                                                "than one).")] = 1,
+    event_workers: Annotated[bool, typer.Option(help="Run the consolidation workers in-process.")] = True,
+) -> None:
+    """Serve the HTTP and WebSocket API: migrate, create the platform organization, print a one-time admin
+    key on the first start (or adopt $AGENTFY_ADMIN_API_KEY), run the event workers, and serve."""
+    import base64  # noqa: PLC0415 - serve-only imports
+
+    import uvicorn  # noqa: PLC0415
+
+    from agentfy.gateway.bootstrap import SIGNING_KEY_ENV, prepare, signing_secret  # noqa: PLC0415
+    from agentfy.gateway.server import RUN_WORKERS_ENV  # noqa: PLC0415
+
+    db = _open_database(database_url, migrated=False)
+    if processes > 1 and db.dialect == "sqlite":
+        db.dispose()
+        raise _fail_usage("--workers > 1 needs PostgreSQL: SQLite is the single-process embedded store")
+    try:
+        boot = prepare(db)
+        secret = signing_secret(db)
+    except ValueError as error:
+        raise _fail_usage(str(error)) from None
+    finally:
+        db.dispose()
+    out.print(f"{db.display_url}: ready; platform organization {boot.platform_org_id}", highlight=False,
+              soft_wrap=True)
+    if boot.new_admin_key:
+        out.print("[bold]platform-admin API key (shown once; store it now):[/bold]", highlight=False)
+        out.print(boot.new_admin_key, highlight=False, soft_wrap=True)
+    os.environ[DATABASE_URL_ENV] = db.url
+    os.environ[SIGNING_KEY_ENV] = base64.b64encode(secret).decode("ascii")
+    os.environ[RUN_WORKERS_ENV] = "1" if event_workers else "0"
+    uvicorn.run("agentfy.gateway.server:app_from_env", factory=True, host=host, port=port, workers=processes,
+                log_level="info")
 
 
 def main() -> None:

@@ -117,6 +117,15 @@ def use(context: RequestContext) -> Iterator[RequestContext]:
         _current.reset(token)
 
 
+def set_for_task(context: RequestContext) -> None:
+    """Make ``context`` current for the rest of the running task, without a block to restore it.
+
+    Only for a boundary that owns a fresh copy of the context, such as the gateway's per-request task:
+    the value dies with the task.  Everywhere else use :func:`bind` or :func:`use`.
+    """
+    _current.set(context)
+
+
 # The seed's helpers, by name -------------------------------------------------------------------------------
 def with_tenant_id(tenant_id: str) -> AbstractContextManager[RequestContext]:
     return bind(tenant_id=tenant_id)

@@ -57,6 +57,7 @@ ID_MODELS: Final = (
     "TeamTask",
     "TeamTaskAttachment",
     "DomainEvent",
+    "ApiKey",
 )
 
 #: Model name -> prefix.  Read-only; every value equals ``derive_prefix(model)`` (tested).

@@ -491,3 +491,32 @@ event_outbox = sa.Table(
     sa.CheckConstraint("status IN ('pending', 'processing', 'done', 'dead')", name="status_known"),
     id_check("id"),
 )
+
+
+# The gateway's credentials (agentfy.gateway.auth).  An API key belongs to one organization and carries a
+# role; the platform organization's keys with ``platform_admin`` manage organizations.  Only a SHA-256 hash
+# and a short visible prefix are stored; the key itself is shown once.
+api_keys = _table(
+    "api_keys",
+    id_pk("api-key"),
+    tenant(),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("role", sa.Text, nullable=False),
+    ref("user_id", "users.id", on_delete="SET NULL", nullable=True, index=True),
+    sa.Column("platform_admin", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("key_prefix", sa.Text, nullable=False),
+    sa.Column("key_hash", sa.Text, nullable=False, unique=True),
+    created_at(),
+    sa.Column("revoked_at", sa.Text, nullable=True),
+    sa.CheckConstraint("role IN ('owner', 'admin', 'operator', 'member')", name="role_known"),
+    id_columns=("id", "tenant_id", "user_id"),
+)
+
+# Platform-wide settings the gateway keeps in the database (the signing epoch of signed contexts: bumping
+# it revokes every signed context at once).
+platform_settings = sa.Table(
+    "platform_settings",
+    metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)

@@ -1,0 +1,101 @@
+"""The error contract: one JSON shape for every HTTP and WebSocket error.
+
+``{"error": {"code": "...", "message": "...", "field": ..., "value": ..., "expected": ...}}`` — a stable
+code, a human message, and for ID errors the field, the value and the expected format.  A malformed ID or
+key: 422.  Unknown, deleted or another tenant's: 404, with the same body either way.  A duplicate: 409.
+No or bad key: 401; role too low: 403.  Never SQL text, a stack trace or another tenant's data: anything
+unexpected is a 500 with a generic message (the cause goes to the log only).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from agentfy.identity import InvalidAgentKeyError, InvalidIdError
+from agentfy.identity.keys import InvalidTenantSlugError
+from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, StoreError
+
+logger: Final = logging.getLogger("agentfy.gateway")
+
+
+class ApiError(Exception):
+    """An error the gateway raises itself (authentication, authorisation, bad requests)."""
+
+    def __init__(self, status: int, code: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": code, "message": message}
+    body.update({k: v for k, v in details.items() if v is not None})
+    return {"error": body}
+
+
+def describe(error: BaseException) -> tuple[int, dict[str, Any]]:
+    """``(status, body)`` for any exception, by the contract above."""
+    if isinstance(error, ApiError):
+        return error.status, error_body(error.code, error.message, **error.details)
+    if isinstance(error, InvalidIdError):
+        value = error.value if isinstance(error.value, str) else None
+        return 422, error_body("invalid_id", str(error), field=error.field, value=value, expected=error.expected)
+    if isinstance(error, InvalidAgentKeyError):
+        value = error.value if isinstance(error.value, str) else None
+        return 422, error_body("invalid_agent_key", str(error), field=error.field, value=value,
+                               expected="an agent ID or a lower-case agent_key slug")
+    if isinstance(error, InvalidTenantSlugError):
+        return 422, error_body("invalid_slug", str(error), field=error.field)
+    if isinstance(error, InvalidInputError):
+        shown = error.value if isinstance(error.value, str | int | float | bool) else None
+        return 422, error_body("invalid_input", str(error), field=error.field, value=shown)
+    if isinstance(error, NotFoundError):
+        return 404, error_body("not_found", f"{error.entity} not found", value=error.ref if isinstance(
+            error.ref, str) else None)
+    if isinstance(error, ConflictError):
+        value = error.value if isinstance(error.value, str) else None
+        return 409, error_body("conflict", str(error), field=error.field, value=value)
+    if isinstance(error, StoreError):
+        logger.error("gateway.store_error", exc_info=error)
+        return 500, error_body("internal_error", "the request could not be completed")
+    logger.error("gateway.unexpected_error", exc_info=error)
+    return 500, error_body("internal_error", "the request could not be completed")
+
+
+def install(app: FastAPI) -> None:
+    """Route every error through :func:`describe`."""
+
+    async def handle(request: Request, error: Exception) -> JSONResponse:
+        status, body = describe(error)
+        return JSONResponse(body, status_code=status)
+
+    async def handle_validation(request: Request, error: Exception) -> JSONResponse:
+        assert isinstance(error, RequestValidationError)
+        first = error.errors()[0] if error.errors() else {}
+        field = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "header"))
+        message = str(first.get("msg", "invalid request"))
+        value = first.get("input") if isinstance(first.get("input"), str) else None
+        code = "invalid_id" if first.get("type") == "invalid_id" else "invalid_input"
+        expected = (first.get("ctx") or {}).get("expected")
+        return JSONResponse(error_body(code, message, field=field or None, value=value, expected=expected),
+                            status_code=422)
+
+    async def handle_http(request: Request, error: Exception) -> JSONResponse:
+        assert isinstance(error, StarletteHTTPException)
+        code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 403: "forbidden"}.get(
+            error.status_code, "http_error")
+        return JSONResponse(error_body(code, str(error.detail)), status_code=error.status_code)
+
+    app.add_exception_handler(RequestValidationError, handle_validation)
+    app.add_exception_handler(StarletteHTTPException, handle_http)
+    for known in (ApiError, InvalidIdError, InvalidAgentKeyError, InvalidTenantSlugError, StoreError):
+        app.add_exception_handler(known, handle)
+    app.add_exception_handler(Exception, handle)  # the 500 of last resort (Starlette's server-error hook)

@@ -1,0 +1,42 @@
+"""``GET /v1/ids/{value}``: explain an ID, and whether it names something in the caller's organization."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Path
+
+from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.ids import explain_id, id_prefix_of
+from agentfy.store.schema import metadata
+
+router = APIRouter(tags=["ids"])
+
+#: prefix -> (table, tenant column or None for the organization itself), from the schema.
+_TABLES: dict[str, tuple[sa.Table, str | None]] = {}
+for _table in metadata.sorted_tables:
+    _prefix = _table.c["id"].info.get("id_prefix") if "id" in _table.c else None
+    if _prefix:
+        tenant_column = "tenant_id" if "tenant_id" in _table.c else ("org_id" if "org_id" in _table.c else None)
+        _TABLES[_prefix] = (_table, tenant_column)
+_EXISTS = {prefix: sa.select(sa.literal(1)).select_from(table).where(
+    table.c.id == sa.bindparam("id"),
+    *([table.c[column] == sa.bindparam("tenant_id")] if column else [table.c.id == sa.bindparam("tenant_id")]))
+    for prefix, (table, column) in _TABLES.items() if prefix not in ("user", "domain-event")}
+
+
+@router.get("/ids/{value}")
+def explain(value: Annotated[str, Path(max_length=200, description="Any value; it is explained, not trusted.")],
+            who: Authenticated, gateway: Gateway) -> dict[str, Any]:
+    """Format, entity and words of ``value``, what is wrong with it if anything, and whether it exists in the
+    caller's organization (``exists`` is false for another organization's rows: they are not yours)."""
+    report = explain_id(value).as_dict()
+    prefix = id_prefix_of(value)
+    exists: bool | None = None
+    statement = _EXISTS.get(prefix) if prefix else None
+    if statement is not None:
+        with gateway.db.transaction(write=False) as tx:
+            exists = tx.one(statement, {"id": value, "tenant_id": who.tenant_id}) is not None
+    report["exists_in_your_organization"] = exists
+    return report
