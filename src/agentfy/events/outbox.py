@@ -145,8 +145,10 @@ def _event(row: tuple[Any, ...]) -> DomainEvent:
 
 def publish(tx: Tx, *, type: str, tenant_id: str, source_id: str, agent_id: str | None = None,
             user_id: str | None = None, payload: dict[str, Any] | None = None,
-            settings: BusSettings = DEFAULT_SETTINGS) -> DomainEvent | None:
+            settings: BusSettings = DEFAULT_SETTINGS, available_at: str | None = None) -> DomainEvent | None:
     """Store an event in the caller's transaction; ``None`` if ``(tenant, type, source_id)`` was published.
+
+    ``available_at`` (a store timestamp) delays delivery until then; by default the event is due at once.
 
     The tenant and agent IDs are validated first (:func:`check_event_ids`): warned about and counted by
     default, refused in strict mode (nothing is written).
@@ -160,7 +162,7 @@ def publish(tx: Tx, *, type: str, tenant_id: str, source_id: str, agent_id: str 
                                "source_id": event.source_id, "agent_id": event.agent_id,
                                "user_id": event.user_id, "occurred_at": event.occurred_at,
                                "payload": dump_json(event.payload, field="payload"), "status": "pending",
-                               "attempts": 0, "available_at": event.occurred_at}).fetchone()
+                               "attempts": 0, "available_at": available_at or event.occurred_at}).fetchone()
     return event if row is not None else None
 
 

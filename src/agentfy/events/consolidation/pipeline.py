@@ -1,0 +1,83 @@
+"""Wiring: the event type → handler map a :class:`~agentfy.events.worker.Worker` runs.
+
+``episodic.created`` has two subscribers (semantic and dreaming) but a ``Worker`` takes one handler per type,
+so :func:`fan_out` combines them: both run, in order, in the event's one transaction.  Why not two handlers
+with their own acknowledgements: the outbox acknowledges an event once, so a second subscriber would need a
+second event.  Consequence: a failure of either rolls back both and the event is retried as a whole —
+which is safe because each is idempotent (the semantic worker's ``entity.upserted`` marker, the dreaming
+worker's promoted flags).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from agentfy.events.consolidation.dedup import DedupWorker
+from agentfy.events.consolidation.dreaming import DreamingWorker
+from agentfy.events.consolidation.episodic import EpisodicWorker
+from agentfy.events.consolidation.extractor import Extractor
+from agentfy.events.consolidation.semantic import SemanticWorker
+from agentfy.events.consolidation.settings import (
+    DEFAULT_CONSOLIDATION_SETTINGS,
+    DREAMING_DUE,
+    Clock,
+    ConsolidationSettings,
+    utc_now,
+)
+from agentfy.events.consolidation.summariser import Summariser
+from agentfy.events.event import ENTITY_UPSERTED, EPISODIC_CREATED, SESSION_COMPLETED, DomainEvent
+from agentfy.events.worker import Handler
+from agentfy.identity import Scope
+from agentfy.store.db import Tx
+
+
+def fan_out(*subscribers: Handler) -> Handler:
+    """One handler that runs ``subscribers`` in order in the same transaction (see the module docstring)."""
+
+    def handle(tx: Tx, scope: Scope, event: DomainEvent) -> None:
+        for subscriber in subscribers:
+            subscriber(tx, scope, event)
+
+    return handle
+
+
+@dataclass(frozen=True)
+class Consolidation:
+    """The four workers, built to share one settings value; :meth:`handlers` wires them for a ``Worker``."""
+
+    episodic: EpisodicWorker = field(default_factory=EpisodicWorker)
+    semantic: SemanticWorker = field(default_factory=SemanticWorker)
+    dreaming: DreamingWorker = field(default_factory=DreamingWorker)
+    dedup: DedupWorker = field(default_factory=DedupWorker)
+
+    @classmethod
+    def build(cls, *, summariser: Summariser | None = None, extractor: Extractor | None = None,
+              settings: ConsolidationSettings = DEFAULT_CONSOLIDATION_SETTINGS,
+              clock: Clock = utc_now) -> Consolidation:
+        return cls(EpisodicWorker(summariser=summariser, settings=settings),
+                   SemanticWorker(extractor=extractor, settings=settings),
+                   DreamingWorker(settings=settings, clock=clock),
+                   DedupWorker())
+
+    def handlers(self) -> dict[str, Handler]:
+        """``session.completed`` → episodic; ``episodic.created`` → semantic then dreaming;
+        ``dreaming.due`` → dreaming; ``entity.upserted`` → dedup."""
+        return {
+            SESSION_COMPLETED: self.episodic.handle,
+            EPISODIC_CREATED: fan_out(self.semantic.handle, self.dreaming.handle),
+            DREAMING_DUE: self.dreaming.handle_due,
+            ENTITY_UPSERTED: self.dedup.handle,
+        }
+
+
+def handlers(*, summariser: Summariser | None = None, extractor: Extractor | None = None,
+             settings: ConsolidationSettings = DEFAULT_CONSOLIDATION_SETTINGS,
+             clock: Clock = utc_now) -> Mapping[str, Handler]:
+    """The consolidation pipeline's handlers for ``Worker(db, handlers(...))``.
+
+    ``summariser`` / ``extractor`` default to the deterministic, network-free ones; ``clock`` only drives the
+    dreaming debounce.  The handlers need no database handle: the worker passes each one its transaction.
+    """
+    return Consolidation.build(summariser=summariser, extractor=extractor, settings=settings,
+                               clock=clock).handlers()
