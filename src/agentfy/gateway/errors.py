@@ -15,6 +15,7 @@ from typing import Any, Final
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
@@ -22,6 +23,33 @@ from agentfy.identity.keys import InvalidTenantSlugError
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, StoreError
 
 logger: Final = logging.getLogger("agentfy.gateway")
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="Stable machine-readable code, e.g. invalid_id, not_found, conflict.")
+    message: str = Field(description="For people; never SQL text or another tenant's data.")
+    field: str | None = None
+    value: Any = None
+    expected: str | None = None
+    status: int | None = Field(default=None, description="WebSocket errors only: the HTTP status it matches.")
+
+
+class ErrorBody(BaseModel):
+    """The one error shape of the HTTP and WebSocket API."""
+
+    error: ErrorDetail
+
+
+#: Documented on every /v1 route, so OpenAPI (and schemathesis) know the error contract.
+ERROR_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
+    status: {"model": ErrorBody, "description": description}
+    for status, description in ((401, "no or bad API key"), (403, "the key's role is too low"),
+                                (404, "unknown, deleted, or another organization's"),
+                                (409, "a duplicate (agent_key, slug, path, …)"),
+                                (413, "too large"),
+                                (422, "a malformed ID or key, or another invalid field"),
+                                (500, "an unexpected failure (no details are given)"))
+}
 
 
 class ApiError(Exception):

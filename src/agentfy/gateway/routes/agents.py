@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
+from fastapi.concurrency import run_in_threadpool
 
 from agentfy.agents.router import resolve_agent_id_cached
 from agentfy.gateway.app import Authenticated, Gateway
@@ -41,9 +42,14 @@ def list_agents(who: Authenticated, gateway: Gateway) -> list[AgentOut]:
 
 
 @router.get("/agents/{agent}", response_model=AgentOut)
-def get_agent(agent: AgentRef, who: Authenticated, gateway: Gateway) -> AgentOut:
+async def get_agent(agent: AgentRef, who: Authenticated, gateway: Gateway) -> AgentOut:
     """One agent by ID or key (served from the router's cache when warm). Another organization's: 404."""
-    return out(gateway.router.get(who.context(), agent).agent)
+    ctx = who.context()
+    loop = gateway.router.get_cached(ctx, agent)  # the hot path: no thread hop, no database
+    if loop is None:
+        loop = (gateway.router.get(ctx, agent) if gateway.inline_lookups
+                else await run_in_threadpool(gateway.router.get, ctx, agent))
+    return out(loop.agent)
 
 
 @router.patch("/agents/{agent}", response_model=AgentOut)

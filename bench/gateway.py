@@ -1,0 +1,186 @@
+"""Load benchmark of the gateway on loopback, and a mixed two-tenant load that must show no error and no
+cross-tenant read.
+
+Run: ``make bench`` (or ``.venv/bin/python -m bench.gateway``).  Starts, on 127.0.0.1 only, our app (uvicorn,
+one process, an embedded SQLite database in a temporary directory) and a bare FastAPI app whose one endpoint
+returns a constant, under the same uvicorn settings; then drives both with the same asyncio/httpx load
+generator — ``wrk`` when it is installed (``apt-get install wrk``; a Python client would be the bottleneck),
+else an asyncio/httpx client — with keep-alive connections, bounded in time and count, alternating rounds:
+
+* ``GET /v1/agents/{key}`` and ``GET /v1/agents/{id}`` vs ``GET /bare`` (goal: at least 0.6x the bare rate);
+* a mixed read/write load: two tenants creating and reading their own agents while also asking for the other
+  tenant's agents by ID; every request must succeed, and every cross-tenant read must be a 404.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from agentfy.identity import Scope
+from agentfy.store.db import Database
+from agentfy.store.migrate import upgrade
+from agentfy.store.repos import agents, api_keys, orgs
+from bench.harness import header
+
+CONCURRENCY = 16
+ROUND_SECONDS = 3.0
+ROUNDS = 3
+MAX_REQUESTS_PER_ROUND = 100_000
+
+BARE_APP = '''
+from fastapi import FastAPI
+app = FastAPI()
+
+@app.get("/bare")
+def bare() -> dict[str, str]:
+    return {"status": "ok"}
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(target: str, port: int, env: dict[str, str], cwd: str, factory: bool) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "uvicorn", target, "--host", "127.0.0.1", "--port", str(port),
+               "--log-level", "warning", "--no-access-log", *(["--factory"] if factory else [])]
+    process = subprocess.Popen(command, env={**os.environ, **env}, cwd=cwd)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=1)
+            return process
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    process.kill()
+    raise RuntimeError(f"{target} did not start on port {port}")
+
+
+async def drive(base: str, make_request: Callable[[int], tuple[str, str, dict[str, str], dict[str, str] | None]],
+                seconds: float) -> tuple[int, int, list[str]]:
+    """Requests per second over ``seconds``: (completed, errors, problems)."""
+    done = errors = 0
+    problems: list[str] = []
+    stop_at = time.perf_counter() + seconds
+    counter = 0
+    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=10) as client:
+        async def one_worker() -> None:
+            nonlocal done, errors, counter
+            while time.perf_counter() < stop_at and done + errors < MAX_REQUESTS_PER_ROUND:
+                counter += 1
+                method, path, headers, body = make_request(counter)
+                response = await client.request(method, path, headers=headers, json=body)
+                expected = 404 if path.startswith("/v1/agents/") and headers.get("x-expect") == "404" else None
+                if expected is not None:
+                    if response.status_code != 404:
+                        errors += 1
+                        problems.append(f"cross-tenant read answered {response.status_code}")
+                    else:
+                        done += 1
+                elif response.status_code >= 400:
+                    errors += 1
+                    problems.append(f"{method} {path} -> {response.status_code}")
+                else:
+                    done += 1
+        await asyncio.gather(*(one_worker() for _ in range(CONCURRENCY)))
+    return done, errors, problems
+
+
+def wrk_rate(url: str, headers: dict[str, str]) -> float:
+    """Requests per second from wrk (a C load generator: it does not become the bottleneck)."""
+    command = ["wrk", "-t1", f"-c{CONCURRENCY}", f"-d{ROUND_SECONDS:.0f}s", "--latency"]
+    for name, value in headers.items():
+        command += ["-H", f"{name}: {value}"]
+    output = subprocess.run([*command, url], capture_output=True, text=True, check=True).stdout
+    if "Non-2xx or 3xx responses" in output:
+        raise RuntimeError(f"wrk saw error responses from {url}:\n{output}")
+    line = next(line for line in output.splitlines() if line.startswith("Requests/sec:"))
+    return float(line.split()[1])
+
+
+def rate(base: str, make: Callable[[int], tuple[str, str, dict[str, str], dict[str, str] | None]]) -> float:
+    if shutil.which("wrk"):
+        method, path, headers, _ = make(0)
+        assert method == "GET"
+        return wrk_rate(base + path, headers)
+    start_time = time.perf_counter()
+    done, errors, problems = asyncio.run(drive(base, make, ROUND_SECONDS))
+    if errors:
+        raise RuntimeError(f"{errors} errors, e.g. {problems[:3]}")
+    return done / (time.perf_counter() - start_time)
+
+
+def main() -> None:
+    header("agentfy gateway on loopback vs a bare FastAPI endpoint (uvicorn, 1 process each)")
+    print("# load generator: " + ("wrk" if shutil.which("wrk") else
+                                  "httpx (install wrk for figures the client does not limit: apt-get install wrk)"))
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{Path(tmp) / 'bench.db'}"
+        db = Database(url)
+        upgrade(db)
+        with db.transaction() as tx:
+            tenants = []
+            for slug in ("acme", "globex"):
+                scope = Scope(orgs.create_organization(tx, slug=slug, name=slug).id)
+                key = api_keys.create_api_key(tx, scope, name="bench", role="owner").key
+                agent = agents.create_agent(tx, scope, agent_key="support-bot")
+                tenants.append((scope, {"Authorization": f"Bearer {key}"}, agent))
+        db.dispose()
+        Path(tmp, "bare_app.py").write_text(BARE_APP)
+        ours_port, bare_port = free_port(), free_port()
+        env = {"AGENTFY_DATABASE_URL": url, "AGENTFY_SIGNING_KEY": "c2lnbmluZy1rZXktZm9yLWJlbmNoLW9ubHktMzJieXRlcyE=",
+               "AGENTFY_RUN_WORKERS": "0"}
+        ours = start("agentfy.gateway.server:app_from_env", ours_port, env, os.getcwd(), factory=True)
+        bare = start("bare_app:app", bare_port, {"PYTHONPATH": tmp}, tmp, factory=False)
+        try:
+            (_scope_a, head_a, agent_a), (_scope_b, head_b, agent_b) = tenants
+            base, bare_base = f"http://127.0.0.1:{ours_port}", f"http://127.0.0.1:{bare_port}"
+            by_key = lambda i: ("GET", "/v1/agents/support-bot", head_a, None)  # noqa: E731
+            by_id = lambda i: ("GET", f"/v1/agents/{agent_a.id}", head_a, None)  # noqa: E731
+            bare_get = lambda i: ("GET", "/bare", {}, None)  # noqa: E731
+            best: dict[str, float] = {"key": 0.0, "id": 0.0, "bare": 0.0}
+            for _ in range(ROUNDS):
+                best["key"] = max(best["key"], rate(base, by_key))
+                best["bare"] = max(best["bare"], rate(bare_base, bare_get))
+                best["id"] = max(best["id"], rate(base, by_id))
+            for name in ("key", "id"):
+                ratio = best[name] / best["bare"]
+                print(f"GET /v1/agents/{{{name}}}               {best[name]:>9,.0f}/s vs {best['bare']:>9,.0f}/s "
+                      f"(bare endpoint)  = {ratio:4.2f}x  goal >= 0.60x: {'met' if ratio >= 0.6 else 'NOT met'}")
+
+            def mixed(i: int) -> tuple[str, str, dict[str, str], dict[str, str] | None]:
+                mine, theirs = ((head_a, agent_b), (head_b, agent_a))[i % 2]
+                kind = i % 5
+                if kind == 0:
+                    return "POST", "/v1/agents", mine, {"agent_key": f"load-{i}"}
+                if kind == 1:
+                    return "GET", f"/v1/agents/{theirs.id}", {**mine, "x-expect": "404"}, None
+                if kind == 2:
+                    return "GET", "/v1/agents", mine, None
+                return "GET", "/v1/agents/support-bot", mine, None
+
+            done, errors, problems = asyncio.run(drive(base, mixed, ROUND_SECONDS * 2))
+            print(f"mixed two-tenant load: {done:,} requests, {errors} errors / cross-tenant reads"
+                  + (f" e.g. {problems[:3]}" if problems else ""))
+        finally:
+            for process in (ours, bare):
+                process.terminate()
+                process.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
