@@ -18,11 +18,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
-# Until the gateway exists, the main job migrates the embedded SQLite database (./var/agentfy.db, or
-# $$AGENTFY_DATABASE_URL) and mints a few IDs.
+# The main job: migrate the embedded SQLite database (./var/agentfy.db, or $$AGENTFY_DATABASE_URL), create
+# the platform organization, print a one-time admin key on the first start, run the workers, serve.
 run: $(VENV)/.installed
-	$(BIN)/agentfy db upgrade
-	$(BIN)/agentfy id new agent -n 5
+	$(BIN)/agentfy serve
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench scripts

@@ -9,9 +9,8 @@ this pytest, so the operations are driven with plain hypothesis here.
 from __future__ import annotations
 
 import schemathesis
-from schemathesis import checks
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from schemathesis import checks
 
 from agentfy.gateway.app import create_app
 from agentfy.identity import Scope
@@ -39,9 +38,8 @@ def test_no_server_error_and_every_response_matches_the_schema(sqlite_db: Databa
         operations += 1
 
         @settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-        @given(data=st.data())
-        def exercise(data: st.DataObject) -> None:
-            case = data.draw(operation.as_strategy())
+        @given(case=operation.as_strategy())
+        def exercise(case: schemathesis.Case) -> None:
             case.call_and_validate(headers=owner, checks=CHECKS)
 
         try:

@@ -66,6 +66,7 @@ def test_duplicate_key_is_a_conflict_not_retried_and_writes_nothing(db: Database
 
 @pytest.mark.parametrize("bad", ["", "Bot", "bot_1", "-bot", "bot-", "b" * 101, "agent-calm-rivers-k8m4p2d7n9x3",
                                  "robot-calm-rivers-k8m4p2d7n9x3", "0193a5b0-7000-7000-8000-000000000001",
+                                 "agent-calm-rivers-k8m4p2d7n9xi",  # Store Deputy shape (12 [a-z0-9])
                                  "bot\n", "b\u00f6t"])
 def test_bad_keys_are_refused_with_the_rule_and_nothing_is_written(db: Database, bad: str) -> None:
     acme = new_tenant(db, "acme")

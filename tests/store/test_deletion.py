@@ -20,7 +20,7 @@ from agentfy.identity import Scope
 from agentfy.store.db import Database, Tx, now
 from agentfy.store.errors import NotFoundError
 from agentfy.store.orphans import scan
-from agentfy.store.repos import agents, cron, links, orgs, permissions, sessions, skills, tasks, teams
+from agentfy.store.repos import agents, api_keys, cron, links, orgs, permissions, sessions, skills, tasks, teams
 from agentfy.store.schema import metadata
 from tests.store.helpers import new_agent, new_tenant
 
@@ -114,6 +114,7 @@ def build_graph(db: Database, slug: str) -> Graph:
         other_team = teams.create_team(tx, scope, name="Other", lead_agent_id=b).id
         teams.add_member(tx, scope, other_team, b)
         teams.create_team_api_key(tx, scope, other_team, name="ci")
+        api_keys.create_api_key(tx, scope, name="gateway", role="admin")
         task_ab = tasks.create_task(tx, scope, team, title="Review", created_by_agent_id=a, assignee_agent_id=b).id
         task_a = tasks.create_task(tx, scope, team, title="Fix", created_by_agent_id=b, assignee_agent_id=a).id
         other_task = tasks.create_task(tx, scope, other_team, title="Other", created_by_agent_id=a).id
@@ -221,7 +222,8 @@ def test_the_graph_is_complete(db: Database) -> None:
     graph = build_graph(db, "acme")
     snapshot = tenant_rows(db, graph.scope)
     assert {table for table, rows in snapshot.items() if not rows} == set()
-    assert {table for table, _ in tenant_tables()} | UNOWNED_TENANT_TABLES | {"users"} == set(metadata.tables)
+    assert {table for table, _ in tenant_tables()} | UNOWNED_TENANT_TABLES | {"users", "platform_settings"} \
+        == set(metadata.tables)
     assert dangling_references(db) == []
     assert scan(db) == []  # the project's orphan scan agrees
 

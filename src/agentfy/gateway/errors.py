@@ -86,8 +86,8 @@ def describe(error: BaseException) -> tuple[int, dict[str, Any]]:
         shown = error.value if isinstance(error.value, str | int | float | bool) else None
         return 422, error_body("invalid_input", str(error), field=error.field, value=shown)
     if isinstance(error, NotFoundError):
-        return 404, error_body("not_found", f"{error.entity} not found", value=error.ref if isinstance(
-            error.ref, str) else None)
+        return 404, error_body("not_found", f"{error.entity} not found", field=getattr(error, "field", None),
+                               value=error.ref if isinstance(error.ref, str) else None)
     if isinstance(error, ConflictError):
         value = error.value if isinstance(error.value, str) else None
         return 409, error_body("conflict", str(error), field=error.field, value=value)
@@ -108,7 +108,11 @@ def install(app: FastAPI) -> None:
     async def handle_validation(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, RequestValidationError)
         first = error.errors()[0] if error.errors() else {}
-        field = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "header"))
+        location = list(first.get("loc", ()))
+        if location and location[0] in ("body", "query", "path", "header", "form", "cookie"):
+            location = location[1:]  # where it came from, not part of the field's name
+        field = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p))
+                        for i, p in enumerate(location))
         message = str(first.get("msg", "invalid request"))
         value = first.get("input") if isinstance(first.get("input"), str) else None
         code = "invalid_id" if first.get("type") == "invalid_id" else "invalid_input"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Final, NewType
 
-from agentfy.ids import AGENTFY_UUID_LEGACY, AGENTFY_WORDS_LEGACY, CANONICAL
+from agentfy.ids import AGENTFY_UUID_LEGACY, AGENTFY_WORDS_LEGACY, CANONICAL, PRODUCT_LEGACY_ID_FORMATS
 
 AgentKey = NewType("AgentKey", str)
 #: An organization's slug: its human-readable identity (URLs, workspace paths, log fields).
@@ -20,6 +20,9 @@ TENANT_SLUG_MAX_LENGTH: Final = 63
 
 AGENT_KEY_MAX_LENGTH: Final = 100
 _SLUG: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_ID_SHAPES: Final = (CANONICAL, AGENTFY_WORDS_LEGACY, AGENTFY_UUID_LEGACY,
+                     *(shape for product in ("bonsite", "securify", "store-deputy")
+                       for shape in PRODUCT_LEGACY_ID_FORMATS[product]))
 
 
 class InvalidAgentKeyError(ValueError):
@@ -34,11 +37,13 @@ class InvalidAgentKeyError(ValueError):
 
 
 def looks_like_an_id(value: str) -> bool:
-    """Whether ``value`` has the shape of an ID with any well-formed prefix (registered or not)."""
+    """Whether ``value`` has the shape of an ID with any well-formed prefix (registered or not): canonical,
+    Agentfy's legacy shapes, and the other products' human-id shapes (Bonsite, Securify, Store Deputy —
+    so ``agent-calm-rivers-k8m4p2d7n9xi`` is refused too).  Shiffty's shape (any two words and six
+    characters) is left out: it would refuse ordinary keys such as ``team-alpha-beta-123456``."""
     if value.count("-") < 3:  # every ID shape has at least three hyphens (a UUID has four)
         return False
-    return (CANONICAL.match(value, None) or AGENTFY_WORDS_LEGACY.match(value, None)
-            or AGENTFY_UUID_LEGACY.match(value, None))
+    return any(shape.match(value, None) for shape in _ID_SHAPES)
 
 
 def agent_key_problem(value: object) -> str | None:

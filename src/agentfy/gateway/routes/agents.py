@@ -10,6 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from agentfy.agents.router import resolve_agent_id_cached
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AGENT_REF_PATTERN, AgentIn, AgentOut, AgentPatch
+from agentfy.gateway.rpc.broadcast import publish_agent_created
 from agentfy.store.repos import agents
 from agentfy.store.repos.agents import Agent
 
@@ -31,6 +32,7 @@ def create_agent(body: AgentIn, who: Authenticated, gateway: Gateway) -> AgentOu
     with gateway.db.transaction() as tx:
         agent = agents.create_agent(tx, who.scope, agent_key=body.agent_key, display_name=body.display_name,
                                     config=body.config)
+    publish_agent_created(gateway.db, agent)  # WebSocket subscribers of this tenant
     return out(agent)
 
 

@@ -81,29 +81,43 @@ def _duplicate_key(scope: Scope, key: str) -> ConflictError:
 #: router's cache registers here.  ``listener(scope, agent_id, agent_key)`` gets the key the agent had.
 AgentChangeListener = Callable[[Scope, AgentId, AgentKey], None]
 _listeners: list[weakref.WeakMethod[AgentChangeListener] | Callable[[], AgentChangeListener]] = []
+_committed_listeners: list[weakref.WeakMethod[AgentChangeListener] | Callable[[], AgentChangeListener]] = []
 
 
 def on_agent_changed(listener: AgentChangeListener) -> None:
-    """Register ``listener``; a bound method is held weakly, so a registered cache can still be collected."""
+    """Register ``listener``, told at once (inside the changing transaction) and again after the commit:
+    for caches, which must stop serving the old view immediately.  A bound method is held weakly."""
+    _listeners.append(_weak(listener))
+
+
+def on_agent_committed(listener: AgentChangeListener) -> None:
+    """Register ``listener``, told only after the change committed (never for a rolled-back one): for
+    notifications that must describe committed state.  A bound method is held weakly."""
+    _committed_listeners.append(_weak(listener))
+
+
+def _weak(listener: AgentChangeListener) -> weakref.WeakMethod[AgentChangeListener] | Callable[[], AgentChangeListener]:
     if hasattr(listener, "__self__"):
-        _listeners.append(weakref.WeakMethod(listener))
-    else:
-        _listeners.append(lambda: listener)
+        return weakref.WeakMethod(listener)
+    return lambda: listener
+
+
+def _notify(listeners: list[Any], scope: Scope, agent_id: AgentId, key: AgentKey) -> None:
+    for ref in list(listeners):
+        listener = ref()
+        if listener is None:
+            listeners.remove(ref)
+        else:
+            listener(scope, agent_id, key)
 
 
 def _changed(tx: Tx, scope: Scope, agent_id: AgentId, key: AgentKey) -> None:
-    """Tell listeners now (so this process stops serving the old view at once) and again after the commit
-    (so a reader that re-cached the old committed row in between is corrected)."""
-    def notify() -> None:
-        for ref in list(_listeners):
-            listener = ref()
-            if listener is None:
-                _listeners.remove(ref)
-            else:
-                listener(scope, agent_id, key)
-
-    notify()
-    tx.after_commit(notify)
+    """Tell change listeners now (so this process stops serving the old view at once) and again after the
+    commit (so a reader that re-cached the old committed row in between is corrected); tell committed
+    listeners after the commit only."""
+    _notify(_listeners, scope, agent_id, key)
+    tx.after_commit(lambda: _notify(_listeners, scope, agent_id, key))
+    tx.after_commit(lambda: _notify(_committed_listeners, scope, agent_id, key))
 
 
 def create_agent(tx: Tx, scope: Scope, *, agent_key: str, display_name: str | None = None,

@@ -1,0 +1,78 @@
+"""Cron jobs: ``/v1/agents/{agent}/cron-jobs`` and ``/v1/cron-jobs/{job_id}``.
+
+A job records who scheduled it (the ACTOR: the user the key acts as, or the key itself) and the SCOPE it
+runs in (the key's user; empty for none).  Neither is taken from the request body.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.auth import Principal
+from agentfy.gateway.errors import ApiError
+from agentfy.gateway.routes.agents import AgentRef
+from agentfy.gateway.routes.schemas_admin import CronJobIdPath, CronJobIn, CronJobOut, CronJobPatch, resolve_agent_ref
+from agentfy.store.repos import cron
+from agentfy.store.repos.cron import CronJob
+
+router = APIRouter(tags=["cron"])
+
+
+def job_out(job: CronJob) -> CronJobOut:
+    return CronJobOut(id=job.id, agent_id=job.agent_id, created_by=job.created_by, user_id=job.user_id,
+                      schedule=job.schedule, payload=job.payload, enabled=job.enabled, created_at=job.created_at)
+
+
+def _actor(who: Principal) -> str:
+    """Who schedules: the acting person, else the API key (audit needs someone)."""
+    actor = who.context().actor_id or who.key_id
+    if not actor:
+        raise ApiError(403, "forbidden", "scheduling a job needs a key that acts as a user or an API key")
+    return actor
+
+
+@router.post("/agents/{agent}/cron-jobs", status_code=201, response_model=CronJobOut)
+def create_cron_job(agent: AgentRef, body: CronJobIn, who: Authenticated, gateway: Gateway) -> CronJobOut:
+    """Schedule the agent (operator).  The job runs in the scope of the user the key acts as."""
+    who.require_role("operator")
+    actor = _actor(who)
+    agent_id = resolve_agent_ref(gateway, who, agent)
+    with gateway.db.transaction() as tx:
+        job = cron.create_cron_job(tx, who.scope, agent_id, created_by=actor, schedule=body.schedule,
+                                   user_id_scope=who.context().user_id or "", payload=body.payload,
+                                   enabled=body.enabled)
+    return job_out(job)
+
+
+@router.get("/agents/{agent}/cron-jobs", response_model=list[CronJobOut])
+def list_cron_jobs(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[CronJobOut]:
+    """The agent's cron jobs, oldest first."""
+    agent_id = resolve_agent_ref(gateway, who, agent)
+    with gateway.db.transaction(write=False) as tx:
+        return [job_out(job) for job in cron.list_cron_jobs(tx, who.scope, agent_id)]
+
+
+@router.get("/cron-jobs/{job_id}", response_model=CronJobOut)
+def get_cron_job(job_id: CronJobIdPath, who: Authenticated, gateway: Gateway) -> CronJobOut:
+    """One cron job.  Another organization's: 404, like a missing one."""
+    with gateway.db.transaction(write=False) as tx:
+        return job_out(cron.get_cron_job(tx, who.scope, job_id))
+
+
+@router.patch("/cron-jobs/{job_id}", response_model=CronJobOut)
+def set_cron_job_enabled(job_id: CronJobIdPath, body: CronJobPatch, who: Authenticated,
+                         gateway: Gateway) -> CronJobOut:
+    """Enable or disable a cron job (operator)."""
+    who.require_role("operator")
+    with gateway.db.transaction() as tx:
+        return job_out(cron.set_cron_job_enabled(tx, who.scope, job_id, body.enabled))
+
+
+@router.delete("/cron-jobs/{job_id}", status_code=204, response_class=Response)
+def delete_cron_job(job_id: CronJobIdPath, who: Authenticated, gateway: Gateway) -> Response:
+    """Delete a cron job (operator)."""
+    who.require_role("operator")
+    with gateway.db.transaction() as tx:
+        cron.delete_cron_job(tx, who.scope, job_id)
+    return Response(status_code=204)

@@ -1,0 +1,58 @@
+"""Group-chat config grants: ``/v1/agents/{agent}/grants`` and ``/v1/grants/{grant_id}``.
+
+A grant lets one sender (the ACTOR, never the group) change one kind of an agent's configuration in one
+group or guild chat (the chat SCOPE).  Managing grants is an admin's job; who granted is the acting person.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.routes.agents import AgentRef
+from agentfy.gateway.routes.schemas_admin import GrantIdPath, GrantIn, GrantOut, resolve_agent_ref
+from agentfy.store.repos import permissions
+from agentfy.store.repos.permissions import ConfigGrant
+
+router = APIRouter(tags=["grants"])
+
+
+def grant_out(grant: ConfigGrant) -> GrantOut:
+    return GrantOut(id=grant.id, agent_id=grant.agent_id, chat_scope=grant.chat_scope,
+                    config_type=grant.config_type, sender_id=grant.sender_id, allow=grant.allow,
+                    granted_by=grant.granted_by, created_at=grant.created_at)
+
+
+@router.post("/agents/{agent}/grants", status_code=201, response_model=GrantOut,
+             responses={200: {"model": GrantOut, "description": "An existing grant was replaced."}})
+def grant(agent: AgentRef, body: GrantIn, who: Authenticated, gateway: Gateway, response: Response) -> GrantOut:
+    """Allow (or explicitly deny, ``allow: false``) ``sender_id`` the ``config_type`` of the agent in the
+    group chat ``chat_scope`` (admin).  Granting again replaces the grant (same ID, 200)."""
+    who.require_role("admin")
+    agent_id = resolve_agent_ref(gateway, who, agent)
+    with gateway.db.transaction() as tx:
+        existing = permissions.find_grant(tx, who.scope, agent_id, body.chat_scope, body.config_type,
+                                          body.sender_id)
+        granted = permissions.grant(tx, who.scope, agent_id, chat_scope=body.chat_scope,
+                                    config_type=body.config_type, sender_id=body.sender_id, allow=body.allow,
+                                    granted_by=who.context().actor_id)
+    if existing is not None:
+        response.status_code = 200
+    return grant_out(granted)
+
+
+@router.get("/agents/{agent}/grants", response_model=list[GrantOut])
+def list_grants(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[GrantOut]:
+    """The agent's grants, by chat scope, config type and sender."""
+    agent_id = resolve_agent_ref(gateway, who, agent)
+    with gateway.db.transaction(write=False) as tx:
+        return [grant_out(item) for item in permissions.list_grants(tx, who.scope, agent_id)]
+
+
+@router.delete("/grants/{grant_id}", status_code=204, response_class=Response)
+def delete_grant(grant_id: GrantIdPath, who: Authenticated, gateway: Gateway) -> Response:
+    """Remove a grant (admin); the default policy applies to the sender again."""
+    who.require_role("admin")
+    with gateway.db.transaction() as tx:
+        permissions.delete_grant(tx, who.scope, grant_id)
+    return Response(status_code=204)

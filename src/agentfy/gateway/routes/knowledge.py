@@ -1,0 +1,104 @@
+"""``/v1/knowledge``: knowledge-graph batch ingest (fail-fast) and an agent's entities and relations.
+
+Every entity and relation row names its agent (ID or key).  Each distinct agent reference is resolved once,
+before the store is called; a bad one fails the request naming the first row that used it
+(``entities[i].agent``, ``relations[j].agent``).  Relation endpoints (``source``, ``target``) are the index of
+an entity of the same request or an existing entity's ID.  All or nothing (the seed's section 9): one bad
+row fails the request naming ``entities[i].<field>`` or ``relations[j].<field>``, and nothing is written.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.routes.agents import AgentRef
+from agentfy.gateway.routes.schemas_data import (
+    GraphIngestIn,
+    GraphIngestOut,
+    KgEntityOut,
+    KgRelationOut,
+    rename_suffixes,
+    renamed,
+    resolve_agent_ref,
+)
+from agentfy.identity import AgentId, InvalidAgentKeyError, InvalidIdError
+from agentfy.store.errors import InvalidInputError, StoreError
+from agentfy.store.repos import knowledge
+from agentfy.store.repos.knowledge import EntityInput, EntityRef, RelationInput
+
+router = APIRouter(tags=["knowledge"])
+#: The store's row fields -> this API's.
+_RENAME = rename_suffixes({"agent_id": "agent", "source_entity_id": "source", "target_entity_id": "target"})
+
+
+@router.post("/knowledge/ingest", status_code=201, response_model=GraphIngestOut)
+def ingest(body: GraphIngestIn, who: Authenticated, gateway: Gateway) -> GraphIngestOut:
+    """Ingest entities and relations in one go, all or nothing (operator or higher).
+
+    Each row's ``agent`` is an agent ID or key; a relation's ``source``/``target`` is an entity index in
+    this request or an existing entity's ID, of the relation's own agent. A malformed value is 422, an
+    agent or entity that is missing or another organization's is 404 — each naming the row and field —
+    and nothing is written. Returns the new IDs in input order.
+    """
+    who.require_role("operator")
+    resolved: dict[str, AgentId] = {}
+
+    def agent_of(value: str, field: str) -> AgentId:
+        if value not in resolved:
+            resolved[value] = resolve_agent_ref(gateway, who, value, field)
+        return resolved[value]
+
+    entities = [EntityInput(agent_id=agent_of(e.agent, f"entities[{i}].agent"), user_id=e.user_id, name=e.name,
+                            entity_type=e.entity_type, properties=e.properties)
+                for i, e in enumerate(body.entities)]
+
+    def endpoint(value: int | str, field: str, agent: AgentId) -> str | EntityRef:
+        if not isinstance(value, int):
+            return value  # an existing entity's ID: the store checks it (format, tenant, agent)
+        if not 0 <= value < len(entities):
+            raise InvalidInputError(f"invalid {field} {value}: the request has {len(entities)} entities",
+                                    field=field, value=value)
+        if entities[value].agent_id != agent:
+            raise InvalidInputError(f"invalid {field} {value}: entities[{value}] belongs to agent "
+                                    f"{entities[value].agent_id}, the relation to agent {agent}", field=field,
+                                    value=value)
+        return EntityRef(value)
+
+    relations: list[RelationInput] = []
+    for j, r in enumerate(body.relations):
+        agent = agent_of(r.agent, f"relations[{j}].agent")
+        relations.append(RelationInput(agent_id=agent, source_entity_id=endpoint(r.source, f"relations[{j}].source",
+                                                                                 agent),
+                                       target_entity_id=endpoint(r.target, f"relations[{j}].target", agent),
+                                       relation=r.relation, properties=r.properties))
+    try:
+        with gateway.db.transaction() as tx:
+            result = knowledge.ingest_graph(tx, who.scope, entities=entities, relations=relations)
+    except (InvalidIdError, InvalidAgentKeyError, StoreError) as error:
+        translated = renamed(error, _RENAME)
+        if translated is error:
+            raise
+        raise translated from error
+    return GraphIngestOut(entity_ids=list(result.entity_ids), relation_ids=list(result.relation_ids))
+
+
+@router.get("/agents/{agent}/knowledge/entities", response_model=list[KgEntityOut])
+def list_entities(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[KgEntityOut]:
+    """The agent's knowledge-graph entities, by name."""
+    agent_id = resolve_agent_ref(gateway, who, agent, "agent")
+    with gateway.db.transaction(write=False) as tx:
+        return [KgEntityOut(id=e.id, agent_id=e.agent_id, user_id=e.user_id, name=e.name, entity_type=e.entity_type,
+                            properties=e.properties, created_at=e.created_at)
+                for e in knowledge.list_entities(tx, who.scope, agent_id)]
+
+
+@router.get("/agents/{agent}/knowledge/relations", response_model=list[KgRelationOut])
+def list_relations(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[KgRelationOut]:
+    """The agent's knowledge-graph relations, oldest first."""
+    agent_id = resolve_agent_ref(gateway, who, agent, "agent")
+    with gateway.db.transaction(write=False) as tx:
+        return [KgRelationOut(id=r.id, agent_id=r.agent_id, source_entity_id=r.source_entity_id,
+                              target_entity_id=r.target_entity_id, relation=r.relation, properties=r.properties,
+                              created_at=r.created_at)
+                for r in knowledge.list_relations(tx, who.scope, agent_id)]

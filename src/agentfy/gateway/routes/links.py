@@ -1,0 +1,93 @@
+"""Agent links (``/v1/agents/{agent}/links``, ``/v1/links/{link_id}``) and an agent's MCP servers
+(``/v1/agents/{agent}/mcp-servers``, ``/v1/mcp-servers/{server_id}``).
+
+Both ends of a link are agents of the caller's organization, each named by ID or agent_key.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.routes.agents import AgentRef
+from agentfy.gateway.routes.schemas_admin import (
+    LinkIdPath,
+    LinkIn,
+    LinkOut,
+    McpServerIdPath,
+    McpServerIn,
+    McpServerOut,
+    resolve_agent_ref,
+)
+from agentfy.store.repos import links
+from agentfy.store.repos.links import AgentLink, AgentMcpServer
+
+router = APIRouter(tags=["links"])
+
+
+def link_out(link: AgentLink) -> LinkOut:
+    return LinkOut(id=link.id, source_agent_id=link.source_agent_id, target_agent_id=link.target_agent_id,
+                   kind=link.kind, created_at=link.created_at)
+
+
+def mcp_out(server: AgentMcpServer) -> McpServerOut:
+    return McpServerOut(id=server.id, agent_id=server.agent_id, name=server.name, url=server.url,
+                        config=server.config, created_at=server.created_at)
+
+
+# -- links ------------------------------------------------------------------------------------------------
+@router.post("/agents/{agent}/links", status_code=201, response_model=LinkOut)
+def create_link(agent: AgentRef, body: LinkIn, who: Authenticated, gateway: Gateway) -> LinkOut:
+    """Link the agent to ``target`` (another agent, by ID or agent_key) with ``kind`` (operator).  The same
+    link twice: 409; an agent linked to itself: 422."""
+    who.require_role("operator")
+    source = resolve_agent_ref(gateway, who, agent)
+    target = resolve_agent_ref(gateway, who, body.target, field="target")
+    with gateway.db.transaction() as tx:
+        return link_out(links.create_link(tx, who.scope, source, target, kind=body.kind))
+
+
+@router.get("/agents/{agent}/links", response_model=list[LinkOut])
+def list_links(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[LinkOut]:
+    """The links with the agent at either end, oldest first."""
+    agent_id = resolve_agent_ref(gateway, who, agent)
+    with gateway.db.transaction(write=False) as tx:
+        return [link_out(link) for link in links.list_links(tx, who.scope, agent_id)]
+
+
+@router.delete("/links/{link_id}", status_code=204, response_class=Response)
+def delete_link(link_id: LinkIdPath, who: Authenticated, gateway: Gateway) -> Response:
+    """Delete a link (operator); its agents stay."""
+    who.require_role("operator")
+    with gateway.db.transaction() as tx:
+        links.delete_link(tx, who.scope, link_id)
+    return Response(status_code=204)
+
+
+# -- MCP servers ------------------------------------------------------------------------------------------
+@router.post("/agents/{agent}/mcp-servers", status_code=201, response_model=McpServerOut)
+def add_mcp_server(agent: AgentRef, body: McpServerIn, who: Authenticated, gateway: Gateway) -> McpServerOut:
+    """Attach an MCP server to the agent (operator).  A second server of the same name: 409."""
+    who.require_role("operator")
+    agent_id = resolve_agent_ref(gateway, who, agent)
+    with gateway.db.transaction() as tx:
+        return mcp_out(links.add_mcp_server(tx, who.scope, agent_id, name=body.name, url=body.url,
+                                            config=body.config))
+
+
+@router.get("/agents/{agent}/mcp-servers", response_model=list[McpServerOut])
+def list_mcp_servers(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[McpServerOut]:
+    """The agent's MCP servers, by name (operator: their configuration may hold connection details)."""
+    who.require_role("operator")
+    agent_id = resolve_agent_ref(gateway, who, agent)
+    with gateway.db.transaction(write=False) as tx:
+        return [mcp_out(server) for server in links.list_mcp_servers(tx, who.scope, agent_id)]
+
+
+@router.delete("/mcp-servers/{server_id}", status_code=204, response_class=Response)
+def delete_mcp_server(server_id: McpServerIdPath, who: Authenticated, gateway: Gateway) -> Response:
+    """Detach an MCP server (operator)."""
+    who.require_role("operator")
+    with gateway.db.transaction() as tx:
+        links.delete_mcp_server(tx, who.scope, server_id)
+    return Response(status_code=204)

@@ -1,0 +1,71 @@
+"""``/v1/agents/{agent}/memory``: an agent's memory documents — batch upsert (fail-fast) and list.
+
+The batch is all or nothing (the seed's section 9): every row is validated before the first write, and one
+bad row fails the request with an error naming ``documents[i].<field>`` and the value; nothing is written.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.routes.agents import AgentRef
+from agentfy.gateway.routes.schemas_data import (
+    MemoryBatchIn,
+    MemoryBatchOut,
+    MemoryDocumentOut,
+    renamed,
+    resolve_agent_ref,
+)
+from agentfy.identity import InvalidAgentKeyError, InvalidIdError
+from agentfy.store.errors import StoreError
+from agentfy.store.repos import memory
+from agentfy.store.repos.memory import MemoryDocument, MemoryDocumentInput
+
+router = APIRouter(tags=["memory"])
+
+
+def document_out(document: MemoryDocument) -> MemoryDocumentOut:
+    return MemoryDocumentOut(id=document.id, agent_id=document.agent_id, user_id=document.user_id,
+                             path=document.path, content=document.content, metadata=document.metadata,
+                             created_at=document.created_at, updated_at=document.updated_at)
+
+
+def _rename(field: str) -> str:
+    return "agent" if field == "agent_id" else field
+
+
+@router.post("/agents/{agent}/memory/documents:batch-upsert", response_model=MemoryBatchOut)
+def upsert_documents(agent: AgentRef, body: MemoryBatchIn, who: Authenticated, gateway: Gateway) -> MemoryBatchOut:
+    """Upsert a batch of the agent's memory documents by (user_id, path), all or nothing (operator or higher).
+
+    Returns the IDs in input order (an existing document keeps its ID). A bad row — an empty path, a
+    NUL character, the same (user_id, path) twice — is 422 naming ``documents[i].<field>``; an agent that
+    is missing or another organization's is 404; nothing is written either way.
+    """
+    who.require_role("operator")
+    agent_id = resolve_agent_ref(gateway, who, agent, "agent")
+    rows = [MemoryDocumentInput(user_id=d.user_id, path=d.path, content=d.content, metadata=d.metadata)
+            for d in body.documents]
+    try:
+        with gateway.db.transaction() as tx:
+            ids = memory.upsert_memory_documents(tx, who.scope, agent_id, rows)
+    except (InvalidIdError, InvalidAgentKeyError, StoreError) as error:
+        translated = renamed(error, _rename)
+        if translated is error:
+            raise
+        raise translated from error
+    return MemoryBatchOut(ids=list(ids))
+
+
+@router.get("/agents/{agent}/memory/documents", response_model=list[MemoryDocumentOut])
+def list_documents(agent: AgentRef, who: Authenticated, gateway: Gateway,
+                   user_id: Annotated[str | None, Query(max_length=200, description=(
+                       "Only this memory scope's documents (empty: the agent's own)."))] = None,
+                   ) -> list[MemoryDocumentOut]:
+    """The agent's memory documents, by scope and path (one scope's with ``user_id``)."""
+    agent_id = resolve_agent_ref(gateway, who, agent, "agent")
+    with gateway.db.transaction(write=False) as tx:
+        return [document_out(d) for d in memory.list_memory_documents(tx, who.scope, agent_id, user_id=user_id)]

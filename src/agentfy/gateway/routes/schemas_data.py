@@ -1,0 +1,243 @@
+"""Models of the data routes (sessions, vault, memory documents, knowledge graph) and the helpers they share.
+
+The helpers keep the error contract exact where a value reaches the store under another name than the
+request gave it:
+
+* :func:`resolve_agent_ref` resolves an agent named by ID **or** key (the router's cache first, the one
+  resolver every entry point uses) and names the request's own field in its errors
+  (``entities[3].agent``, ``agent_id`` of a form), so a bad row of a batch is reported by its index.
+* :func:`renamed` rewrites a store error's field (``entities[3].agent_id`` → ``entities[3].agent``) and turns
+  a batch row that names a missing row into a 404 that keeps the field (the plain not-found body has none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from agentfy.agents.router import resolve_agent_id_cached
+from agentfy.gateway.app import GatewayState
+from agentfy.gateway.auth import Principal
+from agentfy.gateway.errors import ApiError
+from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AGENT_REF_PATTERN
+from agentfy.identity import AgentId, InvalidAgentKeyError, InvalidIdError
+from agentfy.ids import id_pattern
+from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError
+from agentfy.store.repos._batch import RowNotFoundError
+
+#: Most rows one JSON batch request may carry (larger loads: several requests, or the store API directly).
+MAX_MEMORY_DOCUMENTS: Final = 1000
+MAX_GRAPH_ROWS: Final = 10_000
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _id_field(prefix: str, description: str | None = None) -> Any:
+    return Field(description=description, json_schema_extra={"pattern": id_pattern(prefix)})
+
+
+def _agent_ref_field() -> Any:
+    # The pattern documents both forms; the resolver enforces them (with the precise error: a team ID where an
+    # agent belongs is invalid_id, a bad slug invalid_agent_key), so it is not a pydantic constraint.
+    return Field(max_length=100, description=AGENT_REF_DESCRIPTION, json_schema_extra={"pattern": AGENT_REF_PATTERN})
+
+
+# -- sessions ----------------------------------------------------------------------------------------------
+class SessionIn(Strict):
+    session_key: str = Field(description="The session's only identifier, unique in the organization: non-empty, "
+                                         "at most 200 characters, no control characters.")
+    agent: str = _agent_ref_field()
+    user_id: str | None = Field(default=None, description=(
+        "The memory SCOPE of the session (`group:telegram:<chat>` in a group). Default: the key's own user. "
+        "Another scope than the key's own user needs the operator role."))
+
+
+class SessionOut(BaseModel):
+    session_key: str
+    agent_id: str = _id_field("agent", "The agent's ID (never its key).")
+    user_id: str = Field(description="The memory scope (empty: none).")
+    status: str = Field(description="`open` or `completed`.")
+    compaction_count: int
+    created_at: str
+    completed_at: str | None
+
+
+class SessionCompletedOut(SessionOut):
+    event_id: str | None = Field(json_schema_extra={"pattern": id_pattern("domain-event")}, description=(
+        "The `session.completed` event this call published; null when it was already published for this "
+        "compaction (completing twice publishes once)."))
+
+
+class MessageIn(Strict):
+    role: Literal["user", "assistant", "system", "tool"] = Field(description=(
+        "`user` for any member; `assistant`, `system` and `tool` need the operator role."))
+    content: str = Field(description="The message text (at most 1,000,000 characters).")
+
+
+class MessageOut(BaseModel):
+    session_key: str
+    seq: int = Field(description="Position in the session, from 1.")
+    role: str
+    sender_id: str | None = Field(description="The ACTOR who sent it: the key's user (null for team keys).")
+    content: str
+    created_at: str
+
+
+# -- vault -------------------------------------------------------------------------------------------------
+class VaultDocumentOut(BaseModel):
+    id: str = _id_field("vault-document")
+    agent_id: str = _id_field("agent")
+    path: str
+    content_type: str
+    size: int = Field(description="Bytes.")
+    created_at: str
+
+
+class VaultUploadOut(BaseModel):
+    documents: list[VaultDocumentOut] = Field(description="The stored documents, in upload order.")
+
+
+# -- memory documents --------------------------------------------------------------------------------------
+class MemoryDocumentIn(Strict):
+    path: str = Field(description="Non-empty, at most 1024 characters; with user_id, identifies the document.")
+    content: str
+    user_id: str = Field(default="", description="The memory SCOPE (a sender, `group:…`); empty: the agent's own "
+                                                 "memory.")
+    metadata: dict[str, Any] | None = Field(default=None, description="Null keeps an existing document's metadata.")
+
+
+class MemoryBatchIn(Strict):
+    documents: list[MemoryDocumentIn] = Field(max_length=MAX_MEMORY_DOCUMENTS, description=(
+        "Upserted by (user_id, path), all or nothing: one bad row fails the request naming documents[i]."))
+
+
+class MemoryBatchOut(BaseModel):
+    ids: list[str] = Field(description="The documents' IDs, in input order (an existing document keeps its ID).",
+                           json_schema_extra={"items": {"type": "string", "pattern": id_pattern("memory-document")}})
+
+
+class MemoryDocumentOut(BaseModel):
+    id: str = _id_field("memory-document")
+    agent_id: str = _id_field("agent")
+    user_id: str
+    path: str
+    content: str
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str
+
+
+# -- knowledge graph ---------------------------------------------------------------------------------------
+class EntityIn(Strict):
+    agent: str = _agent_ref_field()
+    user_id: str = Field(default="", description="The memory SCOPE it was learnt in; empty: the agent's own.")
+    name: str
+    entity_type: str
+    properties: dict[str, Any] | None = None
+
+
+EntityEndpoint = Annotated[
+    Annotated[StrictInt, Field(json_schema_extra={"minimum": 0})]
+    | Annotated[StrictStr, Field(json_schema_extra={"pattern": id_pattern("kg-entity")})],
+    Field(description="The index of an entity in this request's `entities` (an integer), or an existing "
+                      "entity's ID (a string)."),
+]
+
+
+class RelationIn(Strict):
+    agent: str = _agent_ref_field()
+    source: EntityEndpoint
+    target: EntityEndpoint
+    relation: str
+    properties: dict[str, Any] | None = None
+
+
+class GraphIngestIn(Strict):
+    entities: list[EntityIn] = Field(default_factory=list, max_length=MAX_GRAPH_ROWS)
+    relations: list[RelationIn] = Field(default_factory=list, max_length=MAX_GRAPH_ROWS)
+
+
+class GraphIngestOut(BaseModel):
+    entity_ids: list[str] = Field(description="entity_ids[i] is entities[i]'s new ID.")
+    relation_ids: list[str] = Field(description="relation_ids[j] is relations[j]'s new ID.")
+
+
+class KgEntityOut(BaseModel):
+    id: str = _id_field("kg-entity")
+    agent_id: str = _id_field("agent")
+    user_id: str
+    name: str
+    entity_type: str
+    properties: dict[str, Any]
+    created_at: str
+
+
+class KgRelationOut(BaseModel):
+    id: str = _id_field("kg-relation")
+    agent_id: str = _id_field("agent")
+    source_entity_id: str = _id_field("kg-entity")
+    target_entity_id: str = _id_field("kg-entity")
+    relation: str
+    properties: dict[str, Any]
+    created_at: str
+
+
+# -- shared helpers ----------------------------------------------------------------------------------------
+def not_found(entity: str, ref: object, field: str) -> ApiError:
+    """The contract's 404 (the same body for a missing row and another organization's), naming the field."""
+    return ApiError(404, "not_found", f"{entity} not found", field=field,
+                    value=ref if isinstance(ref, str) else None)
+
+
+def resolve_agent_ref(gateway: GatewayState, who: Principal, value: str, field: str) -> AgentId:
+    """The ID of the caller's agent named by ``value`` (an ID or an agent_key); errors name ``field``.
+
+    A malformed value is 422 (``invalid_id`` for another entity's ID, ``invalid_agent_key`` otherwise); a
+    missing, deleted or another organization's agent is the same 404.
+    """
+    try:
+        return resolve_agent_id_cached(gateway.router, who.context(), value)
+    except InvalidIdError as error:
+        raise InvalidIdError(error.value, error.prefix, field=field) from error
+    except InvalidAgentKeyError as error:
+        raise InvalidAgentKeyError(error.value, error.reason, field=field) from error
+    except NotFoundError as error:
+        raise not_found(error.entity, error.ref, field) from error
+
+
+def renamed(error: Exception, rename: Callable[[str], str]) -> Exception:
+    """``error`` with its field renamed to the request's name for it (``error`` itself if nothing changes).
+
+    A :class:`RowNotFoundError` always becomes a 404 :class:`ApiError` that keeps the (renamed) field.
+    """
+    field = getattr(error, "field", None)
+    if not isinstance(field, str):
+        return error
+    new = rename(field)
+    if isinstance(error, RowNotFoundError):
+        return not_found(error.entity, error.ref, new)
+    if new == field:
+        return error
+    if isinstance(error, InvalidIdError):
+        return InvalidIdError(error.value, error.prefix, field=new)
+    if isinstance(error, InvalidAgentKeyError):
+        return InvalidAgentKeyError(error.value, error.reason, field=new)
+    if isinstance(error, InvalidInputError):
+        return InvalidInputError(str(error).replace(field, new), field=new, value=error.value)
+    if isinstance(error, ConflictError):
+        return ConflictError(str(error).replace(field, new), field=new, value=error.value)
+    return error
+
+
+def rename_suffixes(renames: dict[str, str]) -> Callable[[str], str]:
+    """A :func:`renamed` mapping that renames the last segment of ``rows[i].<field>``."""
+
+    def rename(field: str) -> str:
+        head, dot, last = field.rpartition(".")
+        return f"{head}{dot}{renames[last]}" if last in renames else field
+
+    return rename

@@ -1,0 +1,99 @@
+"""``/v1/sessions``: open a session, append and read its messages, complete it (publishing
+``session.completed`` in the same transaction).
+
+A session is addressed by its key, its only identifier (unique per organization; it may contain ``/``, so
+the path parameter takes the rest of the path). Another organization's session and a missing one get the
+same 404.  The session's ``user_id`` is the memory SCOPE; each message's ``sender_id`` is the ACTOR (the
+key's user), never taken from the request.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from agentfy.events.consolidation.episodic import publish_session_completed
+from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.routes.schemas_data import (
+    MessageIn,
+    MessageOut,
+    SessionCompletedOut,
+    SessionIn,
+    SessionOut,
+    resolve_agent_ref,
+)
+from agentfy.store.repos import sessions
+from agentfy.store.repos.sessions import Session, SessionMessage
+
+router = APIRouter(tags=["sessions"])
+SessionKey = Annotated[str, Path(description="The session's key (it may contain `/`).")]
+
+
+def session_out(session: Session) -> SessionOut:
+    return SessionOut(session_key=session.session_key, agent_id=session.agent_id, user_id=session.user_id,
+                      status=session.status, compaction_count=session.compaction_count, created_at=session.created_at,
+                      completed_at=session.completed_at)
+
+
+def message_out(message: SessionMessage) -> MessageOut:
+    return MessageOut(session_key=message.session_key, seq=message.seq, role=message.role,
+                      sender_id=message.sender_id, content=message.content, created_at=message.created_at)
+
+
+@router.post("/sessions", status_code=201, response_model=SessionOut)
+def open_session(body: SessionIn, who: Authenticated, gateway: Gateway) -> SessionOut:
+    """Open a session of an agent (named by ID or key) in a memory scope (member or higher).
+
+    ``user_id`` defaults to the key's own user; another scope (a group, another person) needs the operator
+    role.  A session key already used in the organization is 409.
+    """
+    who.require_role("member")
+    scope = body.user_id if body.user_id is not None else (who.user_id or "")
+    if scope != (who.user_id or ""):
+        who.require_role("operator")
+    agent_id = resolve_agent_ref(gateway, who, body.agent, "agent")
+    with gateway.db.transaction() as tx:
+        session = sessions.open_session(tx, who.scope, body.session_key, agent_id, scope)
+    return session_out(session)
+
+
+# The routes with a suffix come before GET /sessions/{session_key}: the key takes the rest of the path.
+@router.post("/sessions/{session_key:path}/messages", status_code=201, response_model=MessageOut)
+def append_message(session_key: SessionKey, body: MessageIn, who: Authenticated, gateway: Gateway) -> MessageOut:
+    """Append a message to an open session (``user`` messages: member or higher; ``assistant``, ``system``,
+    ``tool``: operator or higher). The sender is the key's user. A completed session is 409."""
+    who.require_role("member" if body.role == "user" else "operator")
+    with gateway.db.transaction() as tx:
+        message = sessions.append_message(tx, who.scope, session_key, body.role, body.content,
+                                          sender_id=who.user_id)
+    return message_out(message)
+
+
+@router.get("/sessions/{session_key:path}/messages", response_model=list[MessageOut])
+def list_messages(session_key: SessionKey, who: Authenticated, gateway: Gateway,
+                  after_seq: Annotated[int, Query(ge=0, description="Only messages after this seq.")] = 0,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[MessageOut]:
+    """The session's messages, oldest first (page with ``after_seq``). A missing session is 404, not an
+    empty list."""
+    with gateway.db.transaction(write=False) as tx:
+        messages = sessions.list_messages(tx, who.scope, session_key, after_seq=after_seq, limit=limit)
+    return [message_out(m) for m in messages]
+
+
+@router.post("/sessions/{session_key:path}/complete", response_model=SessionCompletedOut)
+def complete_session(session_key: SessionKey, who: Authenticated, gateway: Gateway) -> SessionCompletedOut:
+    """Complete the session and publish ``session.completed`` (with the agent's ID) in the same
+    transaction (member or higher). Completing it again changes nothing and publishes nothing."""
+    who.require_role("member")
+    with gateway.db.transaction() as tx:
+        session = sessions.complete_session(tx, who.scope, session_key)
+        event = publish_session_completed(tx, who.scope, session.session_key)
+    return SessionCompletedOut(**session_out(session).model_dump(), event_id=event.id if event else None)
+
+
+@router.get("/sessions/{session_key:path}", response_model=SessionOut)
+def get_session(session_key: SessionKey, who: Authenticated, gateway: Gateway) -> SessionOut:
+    """One session by key. Another organization's and a missing one: the same 404."""
+    with gateway.db.transaction(write=False) as tx:
+        return session_out(sessions.get_session(tx, who.scope, session_key))

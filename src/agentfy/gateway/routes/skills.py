@@ -1,0 +1,76 @@
+"""``/v1/skills``: named instructions agents can load, owned by the person who published them.
+
+The owner is the ACTOR of the request (the user the API key acts as), never taken from the body.  Only the
+owner or an admin may change or delete a skill.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.auth import ROLE_RANK, Principal
+from agentfy.gateway.errors import ApiError
+from agentfy.gateway.routes.schemas_admin import SkillIdPath, SkillIn, SkillOut, SkillPatch
+from agentfy.store.db import Tx
+from agentfy.store.repos import skills
+from agentfy.store.repos.skills import Skill
+
+router = APIRouter(tags=["skills"])
+
+
+def skill_out(skill: Skill) -> SkillOut:
+    return SkillOut(id=skill.id, owner_id=skill.owner_id, name=skill.name, content=skill.content,
+                    created_at=skill.created_at)
+
+
+def _managed_skill(tx: Tx, who: Principal, skill_id: str) -> Skill:
+    """The skill, if the caller may change it: its owner (the acting person) or an admin; else 403."""
+    skill = skills.get_skill(tx, who.scope, skill_id)
+    ctx = who.context()
+    if ROLE_RANK[who.role] < ROLE_RANK["admin"] and not skills.can_manage_skill(skill, ctx.actor_id, ctx.user_id):
+        raise ApiError(403, "forbidden", "only the skill's owner or an admin may change it")
+    return skill
+
+
+@router.post("/skills", status_code=201, response_model=SkillOut)
+def create_skill(body: SkillIn, who: Authenticated, gateway: Gateway) -> SkillOut:
+    """Publish a skill (operator), owned by the person the API key acts as.  A key that acts as nobody
+    cannot own one (403); a name already used in the organization is 409."""
+    who.require_role("operator")
+    owner = who.context().actor_id
+    if not owner:
+        raise ApiError(403, "forbidden", "publishing a skill needs a key that acts as a user (its owner)")
+    with gateway.db.transaction() as tx:
+        return skill_out(skills.create_skill(tx, who.scope, owner_id=owner, name=body.name, content=body.content))
+
+
+@router.get("/skills", response_model=list[SkillOut])
+def list_skills(who: Authenticated, gateway: Gateway) -> list[SkillOut]:
+    """The organization's skills, by name."""
+    with gateway.db.transaction(write=False) as tx:
+        return [skill_out(skill) for skill in skills.list_skills(tx, who.scope)]
+
+
+@router.get("/skills/{skill_id}", response_model=SkillOut)
+def get_skill(skill_id: SkillIdPath, who: Authenticated, gateway: Gateway) -> SkillOut:
+    """One skill.  Another organization's: 404, like a missing one."""
+    with gateway.db.transaction(write=False) as tx:
+        return skill_out(skills.get_skill(tx, who.scope, skill_id))
+
+
+@router.patch("/skills/{skill_id}", response_model=SkillOut)
+def update_skill(skill_id: SkillIdPath, body: SkillPatch, who: Authenticated, gateway: Gateway) -> SkillOut:
+    """Replace a skill's content (its owner or an admin; anyone else: 403).  Ownership never changes."""
+    with gateway.db.transaction() as tx:
+        skill = _managed_skill(tx, who, skill_id)
+        return skill_out(skills.update_skill(tx, who.scope, skill.id, content=body.content))
+
+
+@router.delete("/skills/{skill_id}", status_code=204, response_class=Response)
+def delete_skill(skill_id: SkillIdPath, who: Authenticated, gateway: Gateway) -> Response:
+    """Delete a skill (its owner or an admin; anyone else: 403)."""
+    with gateway.db.transaction() as tx:
+        skill = _managed_skill(tx, who, skill_id)
+        skills.delete_skill(tx, who.scope, skill.id)
+    return Response(status_code=204)

@@ -1,0 +1,153 @@
+"""``/v1/teams``: teams, their members (agents by ID or agent_key) and their API keys.
+
+Teams have an ID only.  Agents are named by ID or agent_key and resolved through the router's cache; an
+agent or team of another organization is "not found", exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.routes.agents import AgentRef
+from agentfy.gateway.routes.schemas_admin import (
+    IssuedTeamApiKeyOut,
+    LeadIn,
+    TeamApiKeyIdPath,
+    TeamApiKeyIn,
+    TeamApiKeyOut,
+    TeamIdPath,
+    TeamIn,
+    TeamMemberIn,
+    TeamMemberOut,
+    TeamOut,
+    resolve_agent_ref,
+)
+from agentfy.identity import parse_id
+from agentfy.store.errors import NotFoundError
+from agentfy.store.repos import agents, teams
+from agentfy.store.repos.teams import Team, TeamApiKey, TeamMember
+
+router = APIRouter(tags=["teams"])
+
+
+def team_out(team: Team) -> TeamOut:
+    return TeamOut(id=team.id, tenant_id=team.tenant_id, name=team.name, lead_agent_id=team.lead_agent_id,
+                   created_at=team.created_at)
+
+
+def member_out(member: TeamMember, agent_key: str | None) -> TeamMemberOut:
+    return TeamMemberOut(id=member.id, team_id=member.team_id, agent_id=member.agent_id, agent_key=agent_key,
+                         role=member.role, created_at=member.created_at)
+
+
+def team_key_out(key: TeamApiKey) -> TeamApiKeyOut:
+    return TeamApiKeyOut(id=key.id, team_id=key.team_id, name=key.name, key_prefix=key.key_prefix,
+                         created_at=key.created_at, revoked_at=key.revoked_at)
+
+
+# -- teams --------------------------------------------------------------------------------------------------
+@router.post("/teams", status_code=201, response_model=TeamOut)
+def create_team(body: TeamIn, who: Authenticated, gateway: Gateway) -> TeamOut:
+    """Create a team (operator), optionally led by an agent named by ID or agent_key (``lead``)."""
+    who.require_role("operator")
+    lead = None if body.lead is None else resolve_agent_ref(gateway, who, body.lead, field="lead")
+    with gateway.db.transaction() as tx:
+        return team_out(teams.create_team(tx, who.scope, name=body.name, lead_agent_id=lead))
+
+
+@router.get("/teams", response_model=list[TeamOut])
+def list_teams(who: Authenticated, gateway: Gateway) -> list[TeamOut]:
+    """The organization's teams, by name."""
+    with gateway.db.transaction(write=False) as tx:
+        return [team_out(team) for team in teams.list_teams(tx, who.scope)]
+
+
+@router.get("/teams/{team_id}", response_model=TeamOut)
+def get_team(team_id: TeamIdPath, who: Authenticated, gateway: Gateway) -> TeamOut:
+    """One team.  Another organization's team: 404, like a missing one."""
+    with gateway.db.transaction(write=False) as tx:
+        return team_out(teams.get_team(tx, who.scope, team_id))
+
+
+@router.delete("/teams/{team_id}", status_code=204, response_class=Response)
+def delete_team(team_id: TeamIdPath, who: Authenticated, gateway: Gateway) -> Response:
+    """Delete a team with its members, tasks and API keys (admin); its agents stay."""
+    who.require_role("admin")
+    with gateway.db.transaction() as tx:
+        teams.delete_team(tx, who.scope, team_id)
+    return Response(status_code=204)
+
+
+@router.put("/teams/{team_id}/lead", response_model=TeamOut)
+def set_team_lead(team_id: TeamIdPath, body: LeadIn, who: Authenticated, gateway: Gateway) -> TeamOut:
+    """Make an agent (by ID or agent_key) the team's lead, or remove the lead with null (operator)."""
+    who.require_role("operator")
+    lead = None if body.agent is None else resolve_agent_ref(gateway, who, body.agent)
+    with gateway.db.transaction() as tx:
+        return team_out(teams.set_lead(tx, who.scope, team_id, lead))
+
+
+# -- members ----------------------------------------------------------------------------------------------
+@router.post("/teams/{team_id}/members", status_code=201, response_model=TeamMemberOut)
+def add_team_member(team_id: TeamIdPath, body: TeamMemberIn, who: Authenticated, gateway: Gateway) -> TeamMemberOut:
+    """Add an agent, by ID or agent_key, to the team (operator).  Already a member: 409."""
+    who.require_role("operator")
+    agent_id = resolve_agent_ref(gateway, who, body.agent)
+    with gateway.db.transaction() as tx:
+        member = teams.add_member(tx, who.scope, team_id, agent_id, role=body.role)
+        agent = agents.get_agent(tx, who.scope, agent_id)
+    return member_out(member, agent.agent_key)
+
+
+@router.get("/teams/{team_id}/members", response_model=list[TeamMemberOut])
+def list_team_members(team_id: TeamIdPath, who: Authenticated, gateway: Gateway) -> list[TeamMemberOut]:
+    """The team's members (both identities of each agent), in the order they joined."""
+    with gateway.db.transaction(write=False) as tx:
+        members = teams.list_members(tx, who.scope, team_id)
+        keys = {agent.id: agent.agent_key for agent in agents.list_agents(tx, who.scope)} if members else {}
+    return [member_out(member, keys.get(member.agent_id)) for member in members]
+
+
+@router.delete("/teams/{team_id}/members/{agent}", status_code=204, response_class=Response)
+def remove_team_member(team_id: TeamIdPath, agent: AgentRef, who: Authenticated, gateway: Gateway) -> Response:
+    """Remove an agent, by ID or agent_key, from the team (operator).  Not a member: 404."""
+    who.require_role("operator")
+    agent_id = resolve_agent_ref(gateway, who, agent)
+    with gateway.db.transaction() as tx:
+        teams.remove_member(tx, who.scope, team_id, agent_id)
+    return Response(status_code=204)
+
+
+# -- API keys ---------------------------------------------------------------------------------------------
+@router.post("/teams/{team_id}/api-keys", status_code=201, response_model=IssuedTeamApiKeyOut)
+def create_team_api_key(team_id: TeamIdPath, body: TeamApiKeyIn, who: Authenticated,
+                        gateway: Gateway) -> IssuedTeamApiKeyOut:
+    """Issue an API key for the team (owner): it acts in this organization with the member role.  The
+    plaintext is in this response only."""
+    who.require_role("owner")
+    with gateway.db.transaction() as tx:
+        issued = teams.create_team_api_key(tx, who.scope, team_id, name=body.name)
+    return IssuedTeamApiKeyOut(api_key=team_key_out(issued.api_key), key=issued.key)
+
+
+@router.get("/teams/{team_id}/api-keys", response_model=list[TeamApiKeyOut])
+def list_team_api_keys(team_id: TeamIdPath, who: Authenticated, gateway: Gateway) -> list[TeamApiKeyOut]:
+    """The team's API keys, revoked ones included (owner).  Never the keys themselves."""
+    who.require_role("owner")
+    with gateway.db.transaction(write=False) as tx:
+        return [team_key_out(key) for key in teams.list_team_api_keys(tx, who.scope, team_id)]
+
+
+@router.delete("/teams/{team_id}/api-keys/{key_id}", status_code=204, response_class=Response)
+def revoke_team_api_key(team_id: TeamIdPath, key_id: TeamApiKeyIdPath, who: Authenticated,
+                        gateway: Gateway) -> Response:
+    """Revoke one of the team's API keys (owner); it stops working on the next request.  A key of another
+    team: 404."""
+    who.require_role("owner")
+    key_id = parse_id(key_id, "team-api-key", field="key_id")
+    with gateway.db.transaction() as tx:
+        if not any(key.id == key_id for key in teams.list_team_api_keys(tx, who.scope, team_id)):
+            raise NotFoundError("team API key", key_id)
+        teams.revoke_team_api_key(tx, who.scope, key_id)
+    return Response(status_code=204)

@@ -1,0 +1,186 @@
+"""``/v1/vault``: an agent's files — upload (one file or a fail-fast batch), list, download, delete.
+
+The upload is a multipart form whose ``agent_id`` field takes an agent ID **or** an agent_key, resolved by
+the same resolver as every other entry point (the seed's section 7: the form field was once a bypass).  A
+batch (``files`` repeated with ``paths``) is all or nothing (section 9): one bad file fails the request with
+an error naming ``paths[i]`` or ``files[i]``, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Final
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, File, Form, Path, Request, Response, UploadFile
+
+from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.errors import ApiError
+from agentfy.gateway.routes.agents import AgentRef
+from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION
+from agentfy.gateway.routes.schemas_data import VaultDocumentOut, VaultUploadOut, renamed, resolve_agent_ref
+from agentfy.identity import InvalidAgentKeyError, InvalidIdError
+from agentfy.ids import id_pattern
+from agentfy.store.errors import InvalidInputError, StoreError
+from agentfy.store.repos import vault
+from agentfy.store.repos.vault import VaultDocumentInfo, VaultUpload
+
+router = APIRouter(tags=["vault"])
+
+MAX_FILE_BYTES: Final = 10 * 1024 * 1024
+MAX_REQUEST_BYTES: Final = 50 * 1024 * 1024
+MAX_FILES: Final = 100
+DEFAULT_CONTENT_TYPE: Final = "application/octet-stream"
+_FORM_FIELDS: Final = frozenset({"agent_id", "path", "file", "files", "paths"})
+# type/subtype[; parameters], printable ASCII only: it is sent back as a response header.
+_CONTENT_TYPE: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+/[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:\s*;[ -~]*)?")
+_UPLOAD_FIELD: Final = re.compile(r"uploads\[(\d+)\]\.(\w+)")
+
+DocumentId = Annotated[str, Path(max_length=200, description="A vault document's ID.",
+                                 json_schema_extra={"pattern": id_pattern("vault-document")})]
+
+
+def document_out(info: VaultDocumentInfo) -> VaultDocumentOut:
+    return VaultDocumentOut(id=info.id, agent_id=info.agent_id, path=info.path, content_type=info.content_type,
+                            size=info.size, created_at=info.created_at)
+
+
+async def _known_form_fields(request: Request) -> None:
+    """Refuse unknown form fields (the forms' ``extra="forbid"``): nothing else, the tenant least of all,
+    is read from the form."""
+    form = await request.form()  # parsed once already for the endpoint's parameters; this is the cached copy
+    unknown = sorted(set(form.keys()) - _FORM_FIELDS)
+    if unknown:
+        raise ApiError(422, "invalid_input", f"unknown form field {unknown[0]!r}; expected agent_id, path and file, "
+                       "or agent_id, paths and files", field=unknown[0])
+
+
+def _rows(path: str | None, file: UploadFile | None, paths: list[str] | None,
+          files: list[UploadFile] | None) -> tuple[list[str], list[UploadFile], bool]:
+    """``(paths, files, batch)`` of the form: ``path`` + ``file``, or ``paths`` + ``files`` of equal length."""
+    if paths or files:
+        if path is not None or file is not None:
+            raise InvalidInputError("send either path and file, or paths and files (a batch), not both",
+                                    field="file" if file is not None else "path", value=None)
+        if not files:
+            raise InvalidInputError("paths without files: send one files part per paths part", field="files",
+                                    value=None)
+        if len(paths or ()) != len(files):
+            raise InvalidInputError(f"{len(files)} files but {len(paths or ())} paths: send one paths part per "
+                                    "files part, in the same order", field="paths", value=None)
+        if len(files) > MAX_FILES:
+            raise InvalidInputError(f"{len(files)} files; at most {MAX_FILES} per request", field="files",
+                                    value=len(files))
+        return list(paths or ()), list(files), True
+    if file is None:
+        raise InvalidInputError("a file is required: send agent_id, path and file (or paths and files)",
+                                field="file", value=None)
+    if path is None:
+        raise InvalidInputError("a path is required for the file", field="path", value=None)
+    return [path], [file], False
+
+
+def _read(upload: UploadFile, field: str, budget: int) -> bytes:
+    """The file's bytes, or 413 past the per-file limit or the request's remaining ``budget``."""
+    content = upload.file.read(MAX_FILE_BYTES + 1)
+    if len(content) > MAX_FILE_BYTES:
+        raise ApiError(413, "payload_too_large", f"{field} is larger than {MAX_FILE_BYTES} bytes (10 MiB), the "
+                       "limit per file", field=field)
+    if len(content) > budget:
+        raise ApiError(413, "payload_too_large", f"{field}: the files of one request may total at most "
+                       f"{MAX_REQUEST_BYTES} bytes (50 MiB)", field=field)
+    return content
+
+
+def _content_type(upload: UploadFile, field: str) -> str:
+    value = (upload.content_type or DEFAULT_CONTENT_TYPE).strip()
+    if len(value) > vault.CONTENT_TYPE_MAX_LENGTH or not _CONTENT_TYPE.fullmatch(value):
+        raise InvalidInputError(f"invalid content type of {field} {value[:100]!r}: expected type/subtype",
+                                field=field, value=value[:100])
+    return value
+
+
+@router.post("/vault/documents", status_code=201, response_model=VaultUploadOut,
+             dependencies=[Depends(_known_form_fields)],
+             responses={413: {"description": "a file is larger than 10 MiB (or the files total over 50 MiB)"}})
+def upload_documents(*, who: Authenticated, gateway: Gateway,
+                     agent_id: Annotated[str, Form(max_length=100, description=AGENT_REF_DESCRIPTION)],
+                     path: Annotated[str | None, Form(description="The file's path in the agent's vault.")] = None,
+                     file: Annotated[UploadFile | None, File(description="The file; its part's content type "
+                                                                         "is stored.")] = None,
+                     paths: Annotated[list[str] | None, Form(description="Batch: one path per files part, in "
+                                                                         "order.")] = None,
+                     files: Annotated[list[UploadFile] | None, File(description="Batch: the files (at most "
+                                                                                "100).")] = None,
+                     ) -> VaultUploadOut:
+    """Store one file (``path`` + ``file``) or a batch (``paths`` + ``files``) for an agent named by ID or
+    key in ``agent_id`` (member or higher).
+
+    All or nothing: a bad path, a path the agent already has (409) or a repeated one, a file over 10 MiB
+    (413) fails the request naming ``path``/``file`` or ``paths[i]``/``files[i]``, and nothing is written.
+    """
+    who.require_role("member")
+    row_paths, uploads, batch = _rows(path, file, paths, files)
+
+    def form_field(i: int, field: str) -> str:
+        name = "path" if field == "path" else "file"
+        return f"{name}s[{i}]" if batch else name
+
+    def rename(field: str) -> str:
+        match = _UPLOAD_FIELD.fullmatch(field)
+        if match is None:
+            return field
+        return "agent_id" if match[2] == "agent_id" else form_field(int(match[1]), match[2])
+
+    resolved = resolve_agent_ref(gateway, who, agent_id, "agent_id")
+    budget = MAX_REQUEST_BYTES
+    rows: list[VaultUpload] = []
+    for i, (row_path, upload) in enumerate(zip(row_paths, uploads, strict=True)):
+        content = _read(upload, form_field(i, "file"), budget)
+        budget -= len(content)
+        rows.append(VaultUpload(agent_id=resolved, path=row_path,
+                                content_type=_content_type(upload, form_field(i, "file")), content=content))
+    try:
+        with gateway.db.transaction() as tx:
+            ids = vault.upload_documents(tx, who.scope, rows)
+            stored = {d.id: d for d in vault.list_vault_documents(tx, who.scope, resolved)}
+    except (InvalidIdError, InvalidAgentKeyError, StoreError) as error:
+        translated = renamed(error, rename)
+        if translated is error:
+            raise
+        raise translated from error
+    return VaultUploadOut(documents=[document_out(stored[i]) for i in ids])
+
+
+@router.get("/agents/{agent}/vault", response_model=list[VaultDocumentOut])
+def list_documents(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[VaultDocumentOut]:
+    """The agent's vault documents by path, without their content."""
+    agent_id = resolve_agent_ref(gateway, who, agent, "agent")
+    with gateway.db.transaction(write=False) as tx:
+        return [document_out(d) for d in vault.list_vault_documents(tx, who.scope, agent_id)]
+
+
+@router.get("/vault/documents/{document_id}", response_class=Response,
+            responses={200: {"description": "The file's bytes, with its stored content type.",
+                             "content": {"application/octet-stream": {}}}})
+def download_document(document_id: DocumentId, who: Authenticated, gateway: Gateway) -> Response:
+    """A document's bytes with its content type (as an attachment). Another organization's and a missing
+    document: the same 404."""
+    with gateway.db.transaction(write=False) as tx:
+        document = vault.get_vault_document(tx, who.scope, document_id)
+    name = document.path.rsplit("/", 1)[-1] or "document"
+    return Response(document.content, headers={
+        "Content-Type": document.content_type,  # as stored (media_type would append a charset to text/*)
+        "Content-Disposition": f"attachment; filename*=UTF-8''{quote(name, safe='')}",
+        "X-Content-Type-Options": "nosniff",
+        "X-Vault-Document-Id": document.id,
+    })
+
+
+@router.delete("/vault/documents/{document_id}", status_code=204, response_class=Response)
+def delete_document(document_id: DocumentId, who: Authenticated, gateway: Gateway) -> Response:
+    """Delete a document (operator or higher). Another organization's and a missing document: the same 404."""
+    who.require_role("operator")
+    with gateway.db.transaction() as tx:
+        vault.delete_vault_document(tx, who.scope, document_id)
+    return Response(status_code=204)

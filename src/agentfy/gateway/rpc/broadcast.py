@@ -1,0 +1,243 @@
+"""Agent events for WebSocket clients: an in-process broadcaster with per-tenant subscriber sets.
+
+An event names the agent by its **display identity** — ``agent_key`` and the tenant slug, always together
+(a key is unique only within its tenant) — plus its ID for clients that store it (the seed's section 2:
+the UI's ``AgentEvent`` carries the key; never only the ID).  :class:`AgentEvent` refuses to exist
+without both, and refuses an ID in place of either.
+
+What publishes:
+
+* ``agent.updated``, ``agent.renamed`` and ``agent.deleted``: every change the store reports through
+  :func:`agentfy.store.repos.agents.on_agent_committed` (``rename_agent``, ``update_agent``,
+  ``archive_agent``, ``delete_agent``), whichever API made it (WebSocket, HTTP, CLI in this process).  The
+  event is built *after the commit* from the committed row, so a rolled-back change publishes nothing and a
+  rename carries the new key (and ``previous_key``).  A deleted or archived agent is ``agent.deleted``
+  with the key it had.
+* ``agent.created``: ``create_agent`` does not notify listeners, so creating code publishes explicitly
+  with :func:`publish_agent_created` after its transaction commits (the WebSocket method does; the HTTP
+  route needs that one line too).
+
+Only the tenant's own subscribers get an event: subscribers are kept per tenant ID, and a subscriber is
+registered under the tenant of its connection's principal, never one a client names.  The broadcaster is
+per :class:`~agentfy.store.db.Database` (:func:`broadcaster_for`), so every app on one database shares it.
+Events do not cross processes: a client connected to another gateway process does not see this process's
+changes (a multi-process deployment would feed the broadcaster from the durable event bus).
+
+Threads: changes are reported in whichever thread committed them (a thread-pool worker for HTTP routes);
+:meth:`Subscriber.deliver` hands each event to the subscriber's event loop with ``call_soon_threadsafe``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any, Final
+
+from agentfy.agents.telemetry import agent_log_fields
+from agentfy.identity import AgentId, AgentKey, Scope, parse_agent_key, parse_id
+from agentfy.identity.keys import TenantSlug, parse_tenant_slug
+from agentfy.store.db import Database
+from agentfy.store.errors import NotFoundError
+from agentfy.store.repos import agents
+from agentfy.store.repos.agents import Agent
+
+logger: Final = logging.getLogger("agentfy.gateway.ws")
+
+AGENT_CREATED: Final = "agent.created"
+AGENT_UPDATED: Final = "agent.updated"
+AGENT_RENAMED: Final = "agent.renamed"
+AGENT_DELETED: Final = "agent.deleted"
+AGENT_EVENTS: Final = (AGENT_CREATED, AGENT_UPDATED, AGENT_RENAMED, AGENT_DELETED)
+#: Sent to a subscriber that fell behind by more than :data:`SUBSCRIBER_LIMIT` events (they were dropped).
+EVENTS_DROPPED: Final = "events.dropped"
+SUBSCRIBER_LIMIT: Final = 256
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEvent:
+    """One agent event as clients see it: the display identity (key + tenant slug) and the ID."""
+
+    name: str
+    agent_id: AgentId
+    agent_key: AgentKey
+    tenant_slug: TenantSlug
+    previous_key: AgentKey | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in AGENT_EVENTS:
+            raise ValueError(f"unknown agent event {self.name!r}; expected one of {', '.join(AGENT_EVENTS)}")
+        parse_id(self.agent_id, "agent", field="agent.id")
+        parse_agent_key(self.agent_key, field="agent.agent_key")  # an ID is refused as a key
+        parse_tenant_slug(self.tenant_slug, field="agent.tenant_slug")  # and as a slug
+        if self.previous_key is not None:
+            parse_agent_key(self.previous_key, field="agent.previous_key")
+
+    @classmethod
+    def of(cls, name: str, agent: Agent, tenant_slug: str, *, previous_key: str | None = None) -> AgentEvent:
+        return cls(name, agent.id, agent.agent_key, TenantSlug(tenant_slug),
+                   AgentKey(previous_key) if previous_key is not None else None)
+
+    def message(self) -> Message:
+        """``{"event": name, "agent": {"id", "agent_key", "tenant_slug"[, "previous_key"]}}``."""
+        agent: Message = {"id": self.agent_id, "agent_key": self.agent_key, "tenant_slug": self.tenant_slug}
+        if self.previous_key is not None:
+            agent["previous_key"] = self.previous_key
+        return {"event": self.name, "agent": agent}
+
+
+class Subscriber:
+    """One connection's inbox, owned by its event loop; :meth:`deliver` may be called from any thread.
+
+    At most :data:`SUBSCRIBER_LIMIT` events wait; beyond that they are dropped and counted, and
+    :meth:`take` appends one ``events.dropped`` message so the client knows to re-list.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, limit: int = SUBSCRIBER_LIMIT) -> None:
+        self._loop = loop
+        self._limit = limit
+        self._pending: collections.deque[Message] = collections.deque()
+        self._ready = asyncio.Event()
+        self._dropped = 0
+        self.tenant_id: str | None = None  # set by Broadcaster.subscribe
+
+    def deliver(self, message: Message) -> None:
+        """Queue ``message`` (from any thread); a no-op once the loop is closed."""
+        with contextlib.suppress(RuntimeError):  # the connection's loop has ended
+            self._loop.call_soon_threadsafe(self._offer, message)
+
+    def _offer(self, message: Message) -> None:
+        if len(self._pending) >= self._limit:
+            self._dropped += 1
+        else:
+            self._pending.append(message)
+        self._ready.set()
+
+    async def wait(self) -> None:
+        """Until something is waiting to be taken."""
+        await self._ready.wait()
+
+    def take(self) -> list[Message]:
+        """Everything waiting, oldest first (call on the subscriber's loop)."""
+        self._ready.clear()
+        taken = list(self._pending)
+        self._pending.clear()
+        if self._dropped:
+            taken.append({"event": EVENTS_DROPPED, "count": self._dropped})
+            self._dropped = 0
+        return taken
+
+
+class Broadcaster:
+    """Per-tenant subscriber sets for one database; thread-safe."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = weakref.ref(db)  # the registry maps db -> broadcaster: a strong ref would keep db alive
+        self._lock = threading.Lock()
+        self._subscribers: dict[str, set[Subscriber]] = {}
+        self._slugs: dict[str, TenantSlug] = {}
+        agents.on_agent_committed(self._on_agent_changed)  # held weakly by the store; committed state only
+
+    # -- subscriptions ---------------------------------------------------------------------------------------
+    def subscribe(self, tenant_id: str, tenant_slug: str, subscriber: Subscriber) -> None:
+        """Add ``subscriber`` to the tenant's set (moving it out of any other tenant's set first)."""
+        slug = parse_tenant_slug(tenant_slug)
+        with self._lock:
+            self._remove(subscriber)
+            self._subscribers.setdefault(tenant_id, set()).add(subscriber)
+            self._slugs[tenant_id] = slug
+            subscriber.tenant_id = tenant_id
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        with self._lock:
+            self._remove(subscriber)
+
+    def _remove(self, subscriber: Subscriber) -> None:
+        if subscriber.tenant_id is None:
+            return
+        members = self._subscribers.get(subscriber.tenant_id)
+        if members is not None:
+            members.discard(subscriber)
+            if not members:
+                del self._subscribers[subscriber.tenant_id]
+                self._slugs.pop(subscriber.tenant_id, None)
+        subscriber.tenant_id = None
+
+    def subscriber_count(self, tenant_id: str) -> int:
+        with self._lock:
+            return len(self._subscribers.get(tenant_id, ()))
+
+    # -- publishing ------------------------------------------------------------------------------------------
+    def publish(self, tenant_id: str, event: AgentEvent) -> int:
+        """Deliver ``event`` to the subscribers of ``tenant_id`` only; returns how many there were."""
+        with self._lock:
+            members = tuple(self._subscribers.get(tenant_id, ()))
+        if members:
+            message = event.message()
+            for subscriber in members:
+                subscriber.deliver(message)
+            logger.debug("ws.agent_event", extra={**agent_log_fields(event.agent_key, event.tenant_slug),
+                                                  "agent_event": event.name, "subscribers": len(members)})
+        return len(members)
+
+    def publish_agent(self, name: str, agent: Agent, *, previous_key: str | None = None) -> int:
+        """Publish ``name`` for a committed ``agent`` to its tenant's subscribers (none: nothing to do)."""
+        with self._lock:
+            slug = self._slugs.get(agent.tenant_id)
+        if slug is None:
+            return 0
+        return self.publish(agent.tenant_id, AgentEvent.of(name, agent, slug, previous_key=previous_key))
+
+    def _on_agent_changed(self, scope: Scope, agent_id: AgentId, agent_key: AgentKey) -> None:
+        """The store's change listener: after the commit, publish what the committed row says.
+
+        Must never raise: it runs inside the caller's write (first call) and after its commit (second).
+        """
+        try:
+            if scope.tenant_id not in self._subscribers:
+                return
+            db = self._db()
+            if db is None:
+                return
+            with db.transaction(write=False) as tx:
+                try:
+                    current: Agent | None = agents.get_agent(tx, scope, agent_id)
+                except NotFoundError:
+                    current = None
+            if current is None:
+                with self._lock:
+                    slug = self._slugs.get(scope.tenant_id)
+                if slug is not None:
+                    self.publish(scope.tenant_id, AgentEvent(AGENT_DELETED, agent_id, agent_key, slug))
+            elif current.agent_key != agent_key:
+                self.publish_agent(AGENT_RENAMED, current, previous_key=agent_key)
+            else:
+                self.publish_agent(AGENT_UPDATED, current)
+        except Exception:
+            logger.exception("ws.agent_event_failed", extra={"agent_id": agent_id})
+
+
+_registry: weakref.WeakKeyDictionary[Database, Broadcaster] = weakref.WeakKeyDictionary()
+_registry_lock: Final = threading.Lock()
+
+
+def broadcaster_for(db: Database) -> Broadcaster:
+    """The broadcaster of ``db`` (created on first use; lives as long as ``db``)."""
+    with _registry_lock:
+        found = _registry.get(db)
+        if found is None:
+            found = _registry[db] = Broadcaster(db)
+        return found
+
+
+def publish_agent_created(db: Database, agent: Agent) -> int:
+    """Tell ``agent``'s tenant's subscribers that it was created; call after the creating commit."""
+    with _registry_lock:
+        found = _registry.get(db)
+    return found.publish_agent(AGENT_CREATED, agent) if found is not None else 0

@@ -1,0 +1,453 @@
+"""The WebSocket API (``/v1/ws``): authentication, the methods, the error shape, and agent events (both engines)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from starlette.testclient import WebSocketTestSession
+from starlette.websockets import WebSocketDisconnect
+
+from agentfy.gateway import auth
+from agentfy.gateway.routes import ws as ws_route
+from agentfy.gateway.rpc.broadcast import AgentEvent, Subscriber
+from agentfy.identity import AgentId, AgentKey, InvalidAgentKeyError
+from agentfy.identity.context import RequestContext
+from agentfy.identity.keys import InvalidTenantSlugError, TenantSlug, looks_like_an_id
+from agentfy.ids import format_id, is_id
+from agentfy.store.db import Database
+from agentfy.store.repos import agents, api_keys
+from tests.gateway.conftest import Tenant
+
+TEAM_ID = "team-calm-rivers-k8m4p2d7n9x3"
+
+
+class Rpc:
+    """A JSON-RPC client over a test WebSocket: responses by id; pushed events collected on the way."""
+
+    def __init__(self, ws: WebSocketTestSession) -> None:
+        self.ws = ws
+        self.events: list[dict[str, Any]] = []
+        self._next = 0
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self._next += 1
+        request: dict[str, Any] = {"id": self._next, "method": method}
+        if params is not None:
+            request["params"] = params
+        return self.send(request, self._next)
+
+    def send(self, request: Any, expect_id: Any) -> dict[str, Any]:
+        if isinstance(request, str):
+            self.ws.send_text(request)
+        elif isinstance(request, bytes):
+            self.ws.send_bytes(request)
+        else:
+            self.ws.send_json(request)
+        while True:
+            message = self.ws.receive_json()
+            if "event" in message:
+                self.events.append(message)
+                continue
+            assert message["id"] == expect_id, message
+            return message
+
+    def result(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        message = self.call(method, params)
+        assert "result" in message, message
+        return message["result"]
+
+    def error(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        message = self.call(method, params)
+        assert "error" in message, message
+        return message["error"]
+
+
+@contextmanager
+def connect(client: TestClient, headers: dict[str, str] | None = None) -> Iterator[Rpc]:
+    with client.websocket_connect("/v1/ws", headers=headers or {}) as ws:
+        yield Rpc(ws)
+
+
+def expect_close(ws: WebSocketTestSession, code: int = 4401) -> None:
+    with pytest.raises(WebSocketDisconnect) as closed:
+        ws.receive_json()
+    assert closed.value.code == code
+
+
+def http_error(response: Any) -> dict[str, Any]:
+    """The HTTP error body as the WebSocket carries it: the error object plus the status."""
+    return {**response.json()["error"], "status": response.status_code}
+
+
+# -- authentication ----------------------------------------------------------------------------------------------
+def test_auth_by_header(client: TestClient, acme: Tenant) -> None:
+    created = client.post("/v1/agents", json={"agent_key": "bot"}, headers=acme.headers()).json()
+    with connect(client, acme.headers("member")) as rpc:
+        assert rpc.result("agents.list") == [created]
+
+
+def test_auth_by_first_message(client: TestClient, acme: Tenant) -> None:
+    with connect(client) as rpc:
+        rpc.ws.send_json({"id": "a", "method": "auth", "params": {"token": acme.keys["operator"]}})
+        assert rpc.ws.receive_json() == {"id": "a", "result": {
+            "tenant_id": acme.scope.tenant_id, "tenant_slug": "acme", "role": "operator", "credential": "api_key"}}
+        assert rpc.result("agents.create", {"agent_key": "bot"})["tenant_id"] == acme.scope.tenant_id
+        again = rpc.error("auth", {"token": acme.keys["owner"]})  # no switching principals mid-connection
+        assert again["code"] == "invalid_request" and again["status"] == 400
+
+
+@pytest.mark.parametrize("first", [
+    {"id": 1, "method": "agents.list"},
+    {"id": 1, "method": "auth", "params": {"token": "agfy_ok_nope"}},
+    {"id": 1, "method": "auth", "params": {}},
+    {"id": 1, "method": "auth", "params": {"token": "agfy_sc_forged.mac"}},
+])
+def test_anything_but_a_valid_auth_first_is_an_error_and_close_4401(client: TestClient, acme: Tenant,
+                                                                     first: dict[str, Any]) -> None:
+    with client.websocket_connect("/v1/ws") as ws:
+        ws.send_json(first)
+        reply = ws.receive_json()
+        assert reply["id"] == 1 and reply["error"]["status"] in (401, 422), reply
+        assert reply["error"]["code"] in ("unauthorized", "invalid_input")
+        expect_close(ws)
+
+
+def test_a_malformed_first_message_is_an_error_and_close_4401(client: TestClient) -> None:
+    with client.websocket_connect("/v1/ws") as ws:
+        ws.send_text("not json")
+        assert ws.receive_json() == {"id": None, "error": {
+            "code": "invalid_request", "message": "the message is not valid JSON", "status": 400}}
+        expect_close(ws)
+
+
+@pytest.mark.parametrize("header", ["Bearer agfy_ok_nope", "Basic abc", "Bearer "])
+def test_a_bad_authorization_header_is_an_error_and_close_4401(client: TestClient, header: str) -> None:
+    with client.websocket_connect("/v1/ws", headers={"Authorization": header}) as ws:
+        reply = ws.receive_json()
+        assert reply["id"] is None
+        assert reply["error"]["code"] == "unauthorized" and reply["error"]["status"] == 401
+        expect_close(ws)
+
+
+def test_no_credential_in_time_closes_4401(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ws_route, "AUTH_TIMEOUT_SECONDS", 0.2)
+    with client.websocket_connect("/v1/ws") as ws:
+        assert ws.receive_json()["error"]["code"] == "unauthorized"
+        expect_close(ws)
+
+
+def test_reconnect_with_a_signed_context(client: TestClient, acme: Tenant) -> None:
+    with connect(client, acme.headers("operator")) as rpc:
+        signed = rpc.result("context.sign")
+        rpc.result("agents.create", {"agent_key": "bot"})
+    assert signed["token"].startswith(auth.SIGNED_CONTEXT_PREFIX) and signed["expires_in"] == 300
+    assert signed["tenant_slug"] == "acme"
+    bearer = {"Authorization": f"Bearer {signed['token']}"}
+    with connect(client, bearer) as rpc:  # by header
+        assert [a["agent_key"] for a in rpc.result("agents.list")] == ["bot"]
+        assert rpc.result("agents.create", {"agent_key": "other"})["tenant_id"] == acme.scope.tenant_id  # role kept
+        refused = rpc.error("context.sign")  # a signed context cannot renew itself
+        assert refused["code"] == "forbidden" and refused["status"] == 403
+    with connect(client) as rpc:  # by first message
+        rpc.ws.send_json({"id": 7, "method": "auth", "params": {"token": signed["token"]}})
+        info = rpc.ws.receive_json()["result"]
+        assert info["credential"] == "signed_context" and info["tenant_slug"] == "acme" and info["role"] == "operator"
+        assert rpc.result("agents.get", {"agent": "bot"})["agent_key"] == "bot"
+
+
+def test_a_signed_context_revoked_by_bumping_the_epoch_is_refused(db: Database, client: TestClient,
+                                                                   acme: Tenant) -> None:
+    with connect(client, acme.headers()) as rpc:
+        token = rpc.result("context.sign")["token"]
+    bearer = {"Authorization": f"Bearer {token}"}
+    with connect(client, bearer) as live:
+        assert live.result("agents.list") == []
+        auth.bump_signing_epoch(db)
+        revoked = live.call("agents.list")["error"]  # the live connection ends at its next request
+        assert revoked["code"] == "unauthorized" and revoked["message"] == "the signed context was revoked"
+        expect_close(live.ws)
+    with client.websocket_connect("/v1/ws", headers=bearer) as ws:  # and it cannot reconnect
+        reply = ws.receive_json()
+        assert reply["error"] == {"code": "unauthorized", "message": "the signed context was revoked", "status": 401}
+        expect_close(ws)
+    with client.websocket_connect("/v1/ws") as ws:
+        ws.send_json({"id": 1, "method": "auth", "params": {"token": token}})
+        assert ws.receive_json()["error"]["code"] == "unauthorized"
+        expect_close(ws)
+
+
+def test_a_revoked_api_key_ends_the_live_connection(db: Database, client: TestClient, acme: Tenant) -> None:
+    with connect(client, acme.headers("member")) as rpc:
+        assert rpc.result("agents.list") == []
+        with db.transaction() as tx:
+            key = next(k for k in api_keys.list_api_keys(tx, acme.scope) if k.role == "member")
+            api_keys.revoke_api_key(tx, acme.scope, key.id)
+        error = rpc.call("agents.list")["error"]
+        assert error["code"] == "unauthorized" and error["status"] == 401
+        expect_close(rpc.ws)
+
+
+# -- methods -------------------------------------------------------------------------------------------------------
+def test_every_agent_method_by_id_and_by_key(client: TestClient, acme: Tenant) -> None:
+    with connect(client, acme.headers("admin")) as rpc:
+        created = rpc.result("agents.create", {"agent_key": "support-bot", "display_name": "Support"})
+        assert is_id(created["id"], "agent") and created["agent_key"] == "support-bot"
+        for ref in (created["id"], "support-bot"):
+            assert rpc.result("agents.get", {"agent": ref}) == created
+            beat = rpc.result("agents.heartbeat", {"agent": ref})
+            assert beat.pop("checked_at") and beat == {"id": created["id"], "tenant_id": acme.scope.tenant_id,
+                                                       "agent_key": "support-bot", "display_name": "Support",
+                                                       "running": False}
+        assert rpc.result("agents.list") == [created]
+
+        renamed = rpc.result("agents.update", {"agent": "support-bot", "agent_key": "helper",
+                                               "display_name": "Helper"})
+        assert renamed["id"] == created["id"] and renamed["agent_key"] == "helper"
+        assert renamed["display_name"] == "Helper"
+        assert rpc.error("agents.get", {"agent": "support-bot"})["code"] == "not_found"  # the old key is gone
+        assert rpc.result("agents.get", {"agent": created["id"]}) == renamed  # the ID never changes
+        assert rpc.result("agents.update", {"agent": created["id"], "config": {"model": "m"}})["config"] == {
+            "model": "m"}
+
+        assert rpc.result("agents.delete", {"agent": "helper"}) == {"id": created["id"], "deleted": True}
+        for ref in (created["id"], "helper"):
+            assert rpc.error("agents.get", {"agent": ref})["code"] == "not_found"
+        assert rpc.result("agents.list") == []
+
+
+def test_results_are_the_http_bodies(client: TestClient, acme: Tenant) -> None:
+    with connect(client, acme.headers()) as rpc:
+        created = rpc.result("agents.create", {"agent_key": "bot", "config": {"a": 1}})
+        assert client.get(f"/v1/agents/{created['id']}", headers=acme.headers()).json() == created
+        updated = rpc.result("agents.update", {"agent": "bot", "display_name": "Bot"})
+        assert client.get("/v1/agents/bot", headers=acme.headers()).json() == updated
+        assert rpc.result("agents.list") == client.get("/v1/agents", headers=acme.headers()).json()
+        beat = rpc.result("agents.heartbeat", {"agent": "bot"})
+        http_beat = client.post(f"/v1/agents/{created['id']}/heartbeat", headers=acme.headers()).json()
+        assert beat.pop("checked_at") <= http_beat.pop("checked_at") and beat == http_beat
+
+
+def test_heartbeat_reports_the_router_loop(client: TestClient, acme: Tenant) -> None:
+    gateway = client.app.state.gateway  # type: ignore[attr-defined]
+    with connect(client, acme.headers("member")) as rpc:
+        client.post("/v1/agents", json={"agent_key": "bot"}, headers=acme.headers())
+        loop = gateway.router.get(RequestContext(tenant_id=acme.scope.tenant_id), "bot")
+        with loop.run():
+            assert rpc.result("agents.heartbeat", {"agent": "bot"})["running"] is True
+            assert rpc.result("agents.heartbeat", {"agent": loop.agent.id})["running"] is True
+        assert rpc.result("agents.heartbeat", {"agent": "bot"})["running"] is False
+
+
+def test_another_tenants_agent_is_the_http_404(client: TestClient, acme: Tenant, globex: Tenant) -> None:
+    theirs = client.post("/v1/agents", json={"agent_key": "secret"}, headers=globex.headers()).json()
+    with connect(client, acme.headers()) as rpc:
+        for ref in (theirs["id"], "secret", format_id("agent")):
+            expected = http_error(client.get(f"/v1/agents/{ref}", headers=acme.headers()))
+            assert expected["status"] == 404 and expected["message"] == "agent not found"
+            for method, extra in (("agents.get", {}), ("agents.heartbeat", {}), ("agents.delete", {}),
+                                  ("agents.update", {"display_name": "x"})):
+                assert rpc.error(method, {"agent": ref, **extra}) == expected, (method, ref)
+    still = client.get(f"/v1/agents/{theirs['id']}", headers=globex.headers()).json()
+    assert still["display_name"] == "secret"
+
+
+@pytest.mark.parametrize("method", ["agents.get", "agents.update", "agents.delete", "agents.heartbeat"])
+def test_a_team_id_where_an_agent_belongs_is_invalid_id(client: TestClient, acme: Tenant, method: str) -> None:
+    expected = http_error(client.get(f"/v1/agents/{TEAM_ID}", headers=acme.headers()))
+    with connect(client, acme.headers()) as rpc:
+        error = rpc.error(method, {"agent": TEAM_ID})
+    assert error == expected
+    assert error["code"] == "invalid_id" and error["status"] == 422
+    assert error["field"] == "agent" and error["value"] == TEAM_ID and error["expected"]
+
+
+def test_a_value_that_is_neither_id_nor_key_is_invalid_agent_key(client: TestClient, acme: Tenant) -> None:
+    with connect(client, acme.headers()) as rpc:
+        error = rpc.error("agents.get", {"agent": "Not_A_Key"})
+    assert error == http_error(client.get("/v1/agents/Not_A_Key", headers=acme.headers()))
+    assert error["code"] == "invalid_agent_key" and error["field"] == "agent" and error["value"] == "Not_A_Key"
+
+
+@pytest.mark.parametrize(("role", "method", "params"), [
+    ("member", "agents.create", {"agent_key": "new"}),
+    ("member", "agents.update", {"agent": "bot", "display_name": "x"}),
+    ("operator", "agents.delete", {"agent": "bot"}),
+])
+def test_role_too_low_is_forbidden(client: TestClient, acme: Tenant, role: str, method: str,
+                                   params: dict[str, Any]) -> None:
+    client.post("/v1/agents", json={"agent_key": "bot"}, headers=acme.headers())
+    with connect(client, acme.headers(role)) as rpc:
+        error = rpc.error(method, params)
+        assert error["code"] == "forbidden" and error["status"] == 403
+        assert [a["display_name"] for a in rpc.result("agents.list")] == ["bot"]  # nothing changed
+
+
+def test_params_are_validated_like_http_bodies_and_never_choose_the_tenant(client: TestClient, acme: Tenant,
+                                                                          globex: Tenant) -> None:
+    with connect(client, acme.headers()) as rpc:
+        body = {"agent_key": "bot", "tenant_id": globex.scope.tenant_id}
+        error = rpc.error("agents.create", body)
+        assert error == http_error(client.post("/v1/agents", json=body, headers=acme.headers()))
+        assert error["code"] == "invalid_input" and error["field"] == "tenant_id" and error["status"] == 422
+        bad_key = rpc.error("agents.create", {"agent_key": "Bad Key"})
+        assert bad_key == http_error(client.post("/v1/agents", json={"agent_key": "Bad Key"}, headers=acme.headers()))
+        assert bad_key["field"] == "agent_key" and bad_key["value"] == "Bad Key"
+        assert rpc.error("subscribe", {"tenant_id": globex.scope.tenant_id})["field"] == "tenant_id"
+        assert rpc.error("agents.get", {"agent": 5})["field"] == "agent"
+        assert rpc.error("agents.get", {})["field"] == "agent"
+        taken = rpc.result("agents.create", {"agent_key": "bot"})
+        assert rpc.error("agents.create", {"agent_key": "bot"})["code"] == "conflict"
+        assert rpc.result("agents.list") == [taken]
+
+
+def test_unknown_method(client: TestClient, acme: Tenant) -> None:
+    with connect(client, acme.headers()) as rpc:
+        error = rpc.error("agents.explode")
+        assert error["code"] == "method_not_found" and error["status"] == 404
+        assert error["field"] == "method" and error["value"] == "agents.explode" and "agents.get" in error["expected"]
+
+
+@pytest.mark.parametrize(("raw", "reply_id", "field"), [
+    ("not json", None, None),
+    ("[1, 2]", None, None),
+    (json.dumps({"id": True, "method": "agents.list"}), None, "id"),
+    (json.dumps({"id": 5, "method": 3}), 5, "method"),
+    (json.dumps({"id": 5}), 5, "method"),
+    (json.dumps({"id": "x", "method": "agents.list", "params": [1]}), "x", "params"),
+    (json.dumps({"id": 6, "method": "agents.list", "tenant": "globex"}), 6, "tenant"),
+    (b'{"id": 1, "method": "agents.list"}', None, None),
+    ("x" * (70 * 1024), None, None),
+])
+def test_malformed_messages_are_invalid_request_and_the_connection_stays(client: TestClient, acme: Tenant,
+                                                                         raw: str | bytes, reply_id: Any,
+                                                                         field: str | None) -> None:
+    with connect(client, acme.headers()) as rpc:
+        error = rpc.send(raw, reply_id)["error"]
+        assert error["code"] == "invalid_request" and error["status"] == 400
+        assert error.get("field") == field
+        assert rpc.result("agents.list") == []
+
+
+def test_jsonrpc_member_and_missing_params_are_fine(client: TestClient, acme: Tenant) -> None:
+    with connect(client, acme.headers()) as rpc:
+        assert rpc.send({"jsonrpc": "2.0", "id": "q", "method": "agents.list"}, "q") == {"id": "q", "result": []}
+        assert rpc.send({"method": "agents.list", "params": None}, None) == {"id": None, "result": []}
+
+
+# -- events --------------------------------------------------------------------------------------------------------
+def subscribed(rpc: Rpc, slug: str) -> Rpc:
+    assert rpc.result("subscribe") == {"subscribed": True, "tenant_slug": slug, "events": [
+        "agent.created", "agent.updated", "agent.renamed", "agent.deleted"]}
+    return rpc
+
+
+def test_agent_events_reach_the_same_tenant_only(client: TestClient, acme: Tenant, globex: Tenant) -> None:
+    with connect(client, acme.headers()) as a, connect(client, globex.headers()) as b:
+        subscribed(a, "acme")
+        subscribed(b, "globex")
+        bot = a.result("agents.create", {"agent_key": "bot"})  # through the WebSocket
+        # through HTTP: rename, update, delete (the same key exists in globex too: it must not matter)
+        theirs = client.post("/v1/agents", json={"agent_key": "bot"}, headers=globex.headers()).json()
+        client.patch("/v1/agents/bot", json={"agent_key": "helper"}, headers=acme.headers())
+        client.patch(f"/v1/agents/{bot['id']}", json={"display_name": "Helper"}, headers=acme.headers())
+        client.delete("/v1/agents/helper", headers=acme.headers())
+        a.result("agents.list")  # events published before a response are delivered before it
+
+        acme_agent = {"id": bot["id"], "tenant_slug": "acme"}
+        assert a.events == [
+            {"event": "agent.created", "agent": {**acme_agent, "agent_key": "bot"}},
+            {"event": "agent.renamed", "agent": {**acme_agent, "agent_key": "helper", "previous_key": "bot"}},
+            {"event": "agent.updated", "agent": {**acme_agent, "agent_key": "helper"}},
+            {"event": "agent.updated", "agent": {**acme_agent, "agent_key": "helper"}},
+            {"event": "agent.deleted", "agent": {**acme_agent, "agent_key": "helper"}},
+        ]
+
+        b.result("agents.update", {"agent": "bot", "display_name": "Theirs"})
+        theirs_agent = {"id": theirs["id"], "agent_key": "bot", "tenant_slug": "globex"}
+        assert b.events == [{"event": "agent.created", "agent": theirs_agent},  # created over HTTP
+                            {"event": "agent.updated", "agent": theirs_agent}]
+        a.result("agents.list")
+        assert all(e["agent"]["tenant_slug"] == "acme" for e in a.events) and len(a.events) == 5
+
+
+def test_events_are_pushed_to_an_idle_connection(client: TestClient, acme: Tenant) -> None:
+    with connect(client, acme.headers("member")) as rpc:
+        subscribed(rpc, "acme")
+        created = client.post("/v1/agents", json={"agent_key": "bot"}, headers=acme.headers()).json()
+        client.patch("/v1/agents/bot", json={"display_name": "B"}, headers=acme.headers())
+        identity = {"id": created["id"], "agent_key": "bot", "tenant_slug": "acme"}
+        assert rpc.ws.receive_json() == {"event": "agent.created", "agent": identity}
+        assert rpc.ws.receive_json() == {"event": "agent.updated", "agent": identity}
+
+
+def test_event_identity_is_the_display_identity(client: TestClient, acme: Tenant) -> None:
+    with connect(client, acme.headers()) as rpc:
+        subscribed(rpc, "acme")
+        created = rpc.result("agents.create", {"agent_key": "bot"})
+        rpc.result("agents.update", {"agent": created["id"], "agent_key": "bot-2"})
+        rpc.result("agents.delete", {"agent": created["id"]})
+        rpc.result("agents.list")
+    assert [e["event"] for e in rpc.events] == ["agent.created", "agent.renamed", "agent.updated", "agent.deleted"]
+    for event in rpc.events:
+        agent = event["agent"]
+        assert agent["tenant_slug"] == "acme" and agent["id"] == created["id"]
+        assert agent["agent_key"] in ("bot", "bot-2") and not looks_like_an_id(agent["agent_key"])
+
+
+def test_no_events_before_subscribe_after_unsubscribe_or_for_a_rolled_back_change(db: Database, client: TestClient,
+                                                                                   acme: Tenant) -> None:
+    with connect(client, acme.headers()) as rpc:
+        created = rpc.result("agents.create", {"agent_key": "bot"})
+        subscribed(rpc, "acme")
+        with pytest.raises(RuntimeError), db.transaction() as tx:
+            agents.update_agent(tx, acme.scope, created["id"], display_name="never")
+            raise RuntimeError("roll back")
+        rpc.result("agents.list")
+        assert rpc.events == []
+        assert rpc.result("unsubscribe") == {"subscribed": False}
+        rpc.result("agents.update", {"agent": "bot", "display_name": "x"})
+        rpc.result("agents.list")
+        assert rpc.events == []
+
+
+def test_a_signed_context_connection_gets_events_of_its_tenant(client: TestClient, acme: Tenant) -> None:
+    with connect(client, acme.headers()) as rpc:
+        token = rpc.result("context.sign")["token"]
+    with connect(client, {"Authorization": f"Bearer {token}"}) as rpc:
+        subscribed(rpc, "acme")
+        client.post("/v1/agents", json={"agent_key": "bot"}, headers=acme.headers())
+        client.patch("/v1/agents/bot", json={"display_name": "B"}, headers=acme.headers())
+        assert rpc.ws.receive_json()["agent"] == {"id": client.get("/v1/agents/bot", headers=acme.headers()).json()[
+            "id"], "agent_key": "bot", "tenant_slug": "acme"}
+
+
+# -- units -----------------------------------------------------------------------------------------------------------
+def test_an_agent_event_needs_the_key_and_the_slug_never_ids() -> None:
+    agent_id = AgentId(format_id("agent"))
+    event = AgentEvent("agent.updated", agent_id, AgentKey("bot"), TenantSlug("acme"))
+    assert event.message() == {"event": "agent.updated", "agent": {"id": agent_id, "agent_key": "bot",
+                                                                   "tenant_slug": "acme"}}
+    with pytest.raises(InvalidAgentKeyError):
+        AgentEvent("agent.updated", agent_id, AgentKey(agent_id), TenantSlug("acme"))
+    with pytest.raises(InvalidTenantSlugError):
+        AgentEvent("agent.updated", agent_id, AgentKey("bot"), TenantSlug(format_id("org")))
+    with pytest.raises(ValueError, match="unknown agent event"):
+        AgentEvent("agent.exploded", agent_id, AgentKey("bot"), TenantSlug("acme"))
+
+
+def test_a_subscriber_that_falls_behind_is_told_how_many_events_it_lost() -> None:
+    async def scenario() -> list[dict[str, Any]]:
+        subscriber = Subscriber(asyncio.get_running_loop(), limit=2)
+        for n in range(5):
+            subscriber.deliver({"event": "agent.updated", "n": n})
+        await asyncio.wait_for(subscriber.wait(), 1)
+        return subscriber.take()
+
+    assert asyncio.run(scenario()) == [{"event": "agent.updated", "n": 0}, {"event": "agent.updated", "n": 1},
+                                       {"event": "events.dropped", "count": 3}]
