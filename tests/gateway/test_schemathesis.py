@@ -46,5 +46,5 @@ def test_no_server_error_and_every_response_matches_the_schema(sqlite_db: Databa
             exercise()
         except Exception as error:  # collect every operation's failure, then report them together
             failures.append(f"{operation.method.upper()} {operation.path}: {error}".splitlines()[0][:300])
-    assert operations >= 3
+    assert operations >= 50  # every operation of the API was exercised
     assert failures == []
