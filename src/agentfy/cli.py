@@ -354,3 +354,7 @@ def main() -> None:
     except StoreError as error:
         err.print(f"[red]error:[/red] {error}", highlight=False)
         raise SystemExit(1) from None
+
+
+if __name__ == "__main__":
+    main()
