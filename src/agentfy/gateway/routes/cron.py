@@ -12,7 +12,13 @@ from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.auth import Principal
 from agentfy.gateway.errors import ApiError
 from agentfy.gateway.routes.agents import AgentRef
-from agentfy.gateway.routes.schemas_admin import CronJobIdPath, CronJobIn, CronJobOut, CronJobPatch, resolve_agent_ref
+from agentfy.gateway.routes.schemas import resolve_agent_ref
+from agentfy.gateway.routes.schemas_admin import (
+    CronJobIdPath,
+    CronJobIn,
+    CronJobOut,
+    CronJobPatch,
+)
 from agentfy.store.repos import cron
 from agentfy.store.repos.cron import CronJob
 

@@ -10,7 +10,12 @@ from fastapi import APIRouter, Response
 
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.routes.agents import AgentRef
-from agentfy.gateway.routes.schemas_admin import GrantIdPath, GrantIn, GrantOut, resolve_agent_ref
+from agentfy.gateway.routes.schemas import resolve_agent_ref
+from agentfy.gateway.routes.schemas_admin import (
+    GrantIdPath,
+    GrantIn,
+    GrantOut,
+)
 from agentfy.store.repos import permissions
 from agentfy.store.repos.permissions import ConfigGrant
 

@@ -13,6 +13,7 @@ from fastapi import APIRouter
 
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.routes.agents import AgentRef
+from agentfy.gateway.routes.schemas import resolve_agent_ref
 from agentfy.gateway.routes.schemas_data import (
     GraphIngestIn,
     GraphIngestOut,
@@ -20,7 +21,6 @@ from agentfy.gateway.routes.schemas_data import (
     KgRelationOut,
     rename_suffixes,
     renamed,
-    resolve_agent_ref,
 )
 from agentfy.identity import AgentId, InvalidAgentKeyError, InvalidIdError
 from agentfy.store.errors import InvalidInputError, StoreError

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Response
 
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.routes.agents import AgentRef
+from agentfy.gateway.routes.schemas import resolve_agent_ref
 from agentfy.gateway.routes.schemas_admin import (
     LinkIdPath,
     LinkIn,
@@ -17,7 +18,6 @@ from agentfy.gateway.routes.schemas_admin import (
     McpServerIdPath,
     McpServerIn,
     McpServerOut,
-    resolve_agent_ref,
 )
 from agentfy.store.repos import links
 from agentfy.store.repos.links import AgentLink, AgentMcpServer

@@ -12,12 +12,12 @@ from fastapi import APIRouter, Query
 
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.routes.agents import AgentRef
+from agentfy.gateway.routes.schemas import resolve_agent_ref
 from agentfy.gateway.routes.schemas_data import (
     MemoryBatchIn,
     MemoryBatchOut,
     MemoryDocumentOut,
     renamed,
-    resolve_agent_ref,
 )
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.store.errors import StoreError

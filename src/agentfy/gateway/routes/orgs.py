@@ -11,6 +11,7 @@ from fastapi import APIRouter, Response
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.auth import ROLE_RANK, Principal
 from agentfy.gateway.errors import ApiError
+from agentfy.gateway.routes.schemas import resolve_agent_ref
 from agentfy.gateway.routes.schemas_admin import (
     ApiKeyIdPath,
     ApiKeyIn,
@@ -25,7 +26,6 @@ from agentfy.gateway.routes.schemas_admin import (
     OrgOut,
     UserIdPath,
     UserOut,
-    resolve_agent_ref,
 )
 from agentfy.identity import Scope, parse_id
 from agentfy.store.errors import NotFoundError

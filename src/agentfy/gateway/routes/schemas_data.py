@@ -17,14 +17,14 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from agentfy.agents.router import resolve_agent_id_cached
-from agentfy.gateway.app import GatewayState
-from agentfy.gateway.auth import Principal
-from agentfy.gateway.errors import ApiError
-from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AGENT_REF_PATTERN
-from agentfy.identity import AgentId, InvalidAgentKeyError, InvalidIdError
+from agentfy.gateway.routes.schemas import (  # re-exported for the data routes
+    agent_ref_field,
+    id_field,
+    not_found,
+)
+from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.ids import id_pattern
-from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError
+from agentfy.store.errors import ConflictError, InvalidInputError
 from agentfy.store.repos._batch import RowNotFoundError
 
 #: Most rows one JSON batch request may carry (larger loads: several requests, or the store API directly).
@@ -36,21 +36,15 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def _id_field(prefix: str, description: str | None = None) -> Any:
-    return Field(description=description, json_schema_extra={"pattern": id_pattern(prefix)})
 
 
-def _agent_ref_field() -> Any:
-    # The pattern documents both forms; the resolver enforces them (with the precise error: a team ID where an
-    # agent belongs is invalid_id, a bad slug invalid_agent_key), so it is not a pydantic constraint.
-    return Field(max_length=100, description=AGENT_REF_DESCRIPTION, json_schema_extra={"pattern": AGENT_REF_PATTERN})
 
 
 # -- sessions ----------------------------------------------------------------------------------------------
 class SessionIn(Strict):
     session_key: str = Field(description="The session's only identifier, unique in the organization: non-empty, "
                                          "at most 200 characters, no control characters.")
-    agent: str = _agent_ref_field()
+    agent: str = agent_ref_field()
     user_id: str | None = Field(default=None, description=(
         "The memory SCOPE of the session (`group:telegram:<chat>` in a group). Default: the key's own user. "
         "Another scope than the key's own user needs the operator role."))
@@ -58,7 +52,7 @@ class SessionIn(Strict):
 
 class SessionOut(BaseModel):
     session_key: str
-    agent_id: str = _id_field("agent", "The agent's ID (never its key).")
+    agent_id: str = id_field("agent", "The agent's ID (never its key).")
     user_id: str = Field(description="The memory scope (empty: none).")
     status: str = Field(description="`open` or `completed`.")
     compaction_count: int
@@ -89,8 +83,8 @@ class MessageOut(BaseModel):
 
 # -- vault -------------------------------------------------------------------------------------------------
 class VaultDocumentOut(BaseModel):
-    id: str = _id_field("vault-document")
-    agent_id: str = _id_field("agent")
+    id: str = id_field("vault-document")
+    agent_id: str = id_field("agent")
     path: str
     content_type: str
     size: int = Field(description="Bytes.")
@@ -121,8 +115,8 @@ class MemoryBatchOut(BaseModel):
 
 
 class MemoryDocumentOut(BaseModel):
-    id: str = _id_field("memory-document")
-    agent_id: str = _id_field("agent")
+    id: str = id_field("memory-document")
+    agent_id: str = id_field("agent")
     user_id: str
     path: str
     content: str
@@ -133,7 +127,7 @@ class MemoryDocumentOut(BaseModel):
 
 # -- knowledge graph ---------------------------------------------------------------------------------------
 class EntityIn(Strict):
-    agent: str = _agent_ref_field()
+    agent: str = agent_ref_field()
     user_id: str = Field(default="", description="The memory SCOPE it was learnt in; empty: the agent's own.")
     name: str
     entity_type: str
@@ -149,7 +143,7 @@ EntityEndpoint = Annotated[
 
 
 class RelationIn(Strict):
-    agent: str = _agent_ref_field()
+    agent: str = agent_ref_field()
     source: EntityEndpoint
     target: EntityEndpoint
     relation: str
@@ -167,8 +161,8 @@ class GraphIngestOut(BaseModel):
 
 
 class KgEntityOut(BaseModel):
-    id: str = _id_field("kg-entity")
-    agent_id: str = _id_field("agent")
+    id: str = id_field("kg-entity")
+    agent_id: str = id_field("agent")
     user_id: str
     name: str
     entity_type: str
@@ -177,36 +171,18 @@ class KgEntityOut(BaseModel):
 
 
 class KgRelationOut(BaseModel):
-    id: str = _id_field("kg-relation")
-    agent_id: str = _id_field("agent")
-    source_entity_id: str = _id_field("kg-entity")
-    target_entity_id: str = _id_field("kg-entity")
+    id: str = id_field("kg-relation")
+    agent_id: str = id_field("agent")
+    source_entity_id: str = id_field("kg-entity")
+    target_entity_id: str = id_field("kg-entity")
     relation: str
     properties: dict[str, Any]
     created_at: str
 
 
 # -- shared helpers ----------------------------------------------------------------------------------------
-def not_found(entity: str, ref: object, field: str) -> ApiError:
-    """The contract's 404 (the same body for a missing row and another organization's), naming the field."""
-    return ApiError(404, "not_found", f"{entity} not found", field=field,
-                    value=ref if isinstance(ref, str) else None)
 
 
-def resolve_agent_ref(gateway: GatewayState, who: Principal, value: str, field: str) -> AgentId:
-    """The ID of the caller's agent named by ``value`` (an ID or an agent_key); errors name ``field``.
-
-    A malformed value is 422 (``invalid_id`` for another entity's ID, ``invalid_agent_key`` otherwise); a
-    missing, deleted or another organization's agent is the same 404.
-    """
-    try:
-        return resolve_agent_id_cached(gateway.router, who.context(), value)
-    except InvalidIdError as error:
-        raise InvalidIdError(error.value, error.prefix, field=field) from error
-    except InvalidAgentKeyError as error:
-        raise InvalidAgentKeyError(error.value, error.reason, field=field) from error
-    except NotFoundError as error:
-        raise not_found(error.entity, error.ref, field) from error
 
 
 def renamed(error: Exception, rename: Callable[[str], str]) -> Exception:

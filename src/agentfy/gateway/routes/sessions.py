@@ -15,13 +15,13 @@ from fastapi import APIRouter, Path, Query
 
 from agentfy.events.consolidation.episodic import publish_session_completed
 from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.routes.schemas import resolve_agent_ref
 from agentfy.gateway.routes.schemas_data import (
     MessageIn,
     MessageOut,
     SessionCompletedOut,
     SessionIn,
     SessionOut,
-    resolve_agent_ref,
 )
 from agentfy.store.repos import sessions
 from agentfy.store.repos.sessions import Session, SessionMessage

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Response
 
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.routes.agents import AgentRef
+from agentfy.gateway.routes.schemas import resolve_agent_ref
 from agentfy.gateway.routes.schemas_admin import (
     IssuedTeamApiKeyOut,
     LeadIn,
@@ -21,7 +22,6 @@ from agentfy.gateway.routes.schemas_admin import (
     TeamMemberIn,
     TeamMemberOut,
     TeamOut,
-    resolve_agent_ref,
 )
 from agentfy.identity import parse_id
 from agentfy.store.errors import NotFoundError

@@ -17,8 +17,12 @@ from fastapi import APIRouter, Depends, File, Form, Path, Request, Response, Upl
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.errors import ApiError
 from agentfy.gateway.routes.agents import AgentRef
-from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION
-from agentfy.gateway.routes.schemas_data import VaultDocumentOut, VaultUploadOut, renamed, resolve_agent_ref
+from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, resolve_agent_ref
+from agentfy.gateway.routes.schemas_data import (
+    VaultDocumentOut,
+    VaultUploadOut,
+    renamed,
+)
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.ids import id_pattern
 from agentfy.store.errors import InvalidInputError, StoreError
