@@ -198,6 +198,43 @@ def db_current(database_url: DatabaseUrlOption = None) -> None:
         db.dispose()
 
 
+@db_app.command("seed")
+def db_seed(database_url: DatabaseUrlOption = None) -> None:
+    """Add development fixtures (organization 'demo', two agents, a team, an owner key shown once).
+
+    Refuses a database that still holds legacy IDs: run the cutover first, or the seed would create a second
+    platform organization next to the legacy one instead of the one the cutover produces.
+    """
+    from agentfy.cutover.detect import legacy_identities  # noqa: PLC0415
+    from agentfy.identity import Scope  # noqa: PLC0415
+    from agentfy.store.errors import ConflictError  # noqa: PLC0415
+    from agentfy.store.repos import agents, api_keys, orgs, teams  # noqa: PLC0415
+
+    db = _open_database(database_url)
+    try:
+        legacy = legacy_identities(db)
+        if legacy:
+            summary = ", ".join(f"{table}: {count}" for table, count in sorted(legacy.items()))
+            err.print(f"[red]error:[/red] the database still holds legacy IDs ({summary}); run the ID cutover "
+                      "first, then seed", highlight=False, soft_wrap=True)
+            raise typer.Exit(1)
+        try:
+            with db.transaction() as tx:
+                orgs.ensure_platform_organization(tx)
+                demo = Scope(orgs.create_organization(tx, slug="demo", name="Demo").id)
+                helper = agents.create_agent(tx, demo, agent_key="helper", display_name="Helper")
+                agents.create_agent(tx, demo, agent_key="researcher", display_name="Researcher")
+                teams.create_team(tx, demo, name="Core", lead_agent_id=helper.id)
+                key = api_keys.create_api_key(tx, demo, name="demo owner", role="owner").key
+        except ConflictError:
+            out.print("already seeded: organization 'demo' exists")
+            return
+    finally:
+        db.dispose()
+    out.print(f"seeded organization demo ({demo.tenant_id}); owner API key (shown once):", highlight=False)
+    out.print(key, highlight=False, soft_wrap=True)
+
+
 @db_app.command("scan-orphans")
 def db_scan_orphans(
     database_url: DatabaseUrlOption = None,

@@ -520,3 +520,17 @@ platform_settings = sa.Table(
     sa.Column("name", sa.Text, primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
 )
+
+
+# The ID cutover's record (agentfy.cutover): one row per identity it changed, so that references kept by
+# other systems (providers, bookmarks) resolve through the chain UUID -> organization-… -> org-….  History:
+# no FK, and the values are what they were.
+id_migrations = sa.Table(
+    "id_migrations",
+    metadata,
+    sa.Column("old_id", sa.Text, primary_key=True),
+    sa.Column("new_id", sa.Text, nullable=False, index=True),
+    sa.Column("entity", sa.Text, nullable=False, comment="the model name, e.g. Organization"),
+    sa.Column("run_id", sa.Text, nullable=False, comment="the cutover run that made the hop"),
+    sa.Column("migrated_at", sa.Text, nullable=False),
+)

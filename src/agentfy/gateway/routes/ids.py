@@ -7,8 +7,10 @@ from typing import Annotated, Any
 import sqlalchemy as sa
 from fastapi import APIRouter, Path
 
+from agentfy.cutover.hops import resolve_migrated_id
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.ids import explain_id, id_prefix_of
+from agentfy.store.db import Tx
 from agentfy.store.schema import metadata
 
 router = APIRouter(tags=["ids"])
@@ -29,14 +31,23 @@ _EXISTS = {prefix: sa.select(sa.literal(1)).select_from(table).where(
 @router.get("/ids/{value}")
 def explain(value: Annotated[str, Path(max_length=200, description="Any value; it is explained, not trusted.")],
             who: Authenticated, gateway: Gateway) -> dict[str, Any]:
-    """Format, entity and words of ``value``, what is wrong with it if anything, and whether it exists in the
-    caller's organization (``exists`` is false for another organization's rows: they are not yours)."""
+    """Format, entity and words of ``value``, what is wrong with it if anything, whether it exists in the
+    caller's organization (false for another organization's rows: they are not yours), and — for an ID the
+    cutover replaced — the ID it became (``migrated_to``), followed through every recorded hop, shown only
+    when that ID is the caller's.  Old addresses are not aliases: they still answer 404 elsewhere."""
     report = explain_id(value).as_dict()
-    prefix = id_prefix_of(value)
-    exists: bool | None = None
-    statement = _EXISTS.get(prefix) if prefix else None
-    if statement is not None:
-        with gateway.db.transaction(write=False) as tx:
-            exists = tx.one(statement, {"id": value, "tenant_id": who.tenant_id}) is not None
-    report["exists_in_your_organization"] = exists
+    with gateway.db.transaction(write=False) as tx:
+        report["exists_in_your_organization"] = _exists(tx, value, who.tenant_id)
+        current = resolve_migrated_id(tx, value)
+        visible = current is not None and _exists(tx, current, who.tenant_id)
+    report["migrated_to"] = current if visible else None
     return report
+
+
+def _exists(tx: Tx, value: str, tenant_id: str) -> bool | None:
+    """Whether ``value`` names a row of the caller's organization; ``None`` when it names no known table."""
+    prefix = id_prefix_of(value)
+    statement = _EXISTS.get(prefix) if prefix else None
+    if statement is None:
+        return None
+    return tx.one(statement, {"id": value, "tenant_id": tenant_id}) is not None

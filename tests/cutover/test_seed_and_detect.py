@@ -1,0 +1,54 @@
+"""`agentfy db seed` and the detection of identities that still need the cutover (both engines)."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from agentfy.cli import app
+from agentfy.cutover.detect import legacy_identities
+from agentfy.store.db import Database
+from tests.store.helpers import count
+
+runner = CliRunner()
+
+
+def _insert_org(db: Database, org_id: str, slug: str) -> None:
+    with db.transaction() as tx:
+        tx.execute("INSERT INTO organizations (id, slug, name, settings, created_at) "
+                   "VALUES (:id, :slug, 'X', '{}', 'now')", {"id": org_id, "slug": slug})
+
+
+def test_seed_adds_fixtures_once(db_url: str) -> None:
+    first = runner.invoke(app, ["db", "seed", "--database-url", db_url])
+    assert first.exit_code == 0 and "agfy_ok_" in first.stdout
+    second = runner.invoke(app, ["db", "seed", "--database-url", db_url])
+    assert second.exit_code == 0 and "already seeded" in second.stdout
+    db = Database(db_url)
+    try:
+        assert count(db, "organizations") == 2 and count(db, "agents") == 2
+        assert legacy_identities(db) == {}
+    finally:
+        db.dispose()
+
+
+def test_seed_refuses_a_database_with_legacy_ids(db_url: str) -> None:
+    db = Database(db_url)
+    try:
+        _insert_org(db, "0193a5b0-7000-7000-8000-000000000001", "platform")
+        _insert_org(db, "organization-calm-rivers-k8m4p2d7n9x3", "acme")
+        assert legacy_identities(db) == {"organizations": 2}
+        result = runner.invoke(app, ["db", "seed", "--database-url", db_url])
+        assert result.exit_code == 1 and "legacy IDs (organizations: 2)" in result.stderr
+        assert "run the ID cutover first" in result.stderr
+        assert count(db, "organizations") == 2  # nothing was added, no second platform organization
+    finally:
+        db.dispose()
+
+
+def test_the_other_agentfy_legacy_format_stays_and_is_not_counted(db_url: str) -> None:
+    db = Database(db_url)
+    try:
+        _insert_org(db, "org-calm-rivers-jump-0123456789abcdefghjk", "acme")
+        assert legacy_identities(db) == {}
+    finally:
+        db.dispose()
