@@ -1,0 +1,1 @@
+"""The ID cutover: legacy identities to canonical IDs."""
