@@ -11,8 +11,10 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Annotated
 
+import sqlalchemy as sa
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -55,6 +57,11 @@ app.add_typer(db_app, name="db")
 
 events_app = typer.Typer(help="The durable event bus: dead letters and requeues.", no_args_is_help=True)
 app.add_typer(events_app, name="events")
+cutover_app = typer.Typer(
+    help="The ID cutover: every legacy identity (bare UUIDs, retired organization-… prefixes) to its canonical "
+         "ID, in one verified transaction. See docs/cutover.md.",
+    no_args_is_help=True)
+app.add_typer(cutover_app, name="cutover")
 
 DatabaseUrlOption = Annotated[str | None, typer.Option(
     "--database-url", envvar="AGENTFY_DATABASE_URL", show_envvar=True,
@@ -309,6 +316,79 @@ def events_requeue(
         db.dispose()
     out.print(f"requeued {event_id}" if requeued else f"{event_id} is not a dead letter", highlight=False)
     raise typer.Exit(0 if requeued else 1)
+
+
+@cutover_app.command("run")
+def cutover_run(
+    database_url: DatabaseUrlOption = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Do everything, print what would change per table and column, then roll back: the "
+                          "database is left identical.")] = False,
+    backup: Annotated[Path | None, typer.Option(
+        "--backup", dir_okay=False, help="Where to write the backup of the starting state (default: "
+                                         "<database file>.pre-cutover-<time>.sqlite3 beside a SQLite database, "
+                                         "./<database>-pre-cutover-<time>.dump for PostgreSQL).")] = None,
+    credentials_key_file: Annotated[Path | None, typer.Option(
+        "--credentials-key-file", exists=True, dir_okay=False,
+        help="The credentials key (base64 of 32 bytes) if $AGENTFY_CREDENTIALS_KEY is not set; needed when "
+             "an organization whose ID changes has credentials.")] = None,
+    lock_timeout: Annotated[float, typer.Option(
+        min=0.0, help="Seconds to wait for other writers' locks before refusing.")] = 5.0,
+) -> None:
+    """Rewrite every legacy ID and every reference to it, in one transaction.
+
+    Stop the server and workers first: the cutover refuses to run while other sessions are connected
+    (PostgreSQL) or another connection is writing (SQLite). It backs up the starting state, restores the
+    backup into a scratch database and compares it table by table before it writes anything. Running it
+    again changes nothing.
+    """
+    from agentfy.cutover.console import RichProgress, print_report  # noqa: PLC0415
+    from agentfy.cutover.errors import CutoverError  # noqa: PLC0415
+    from agentfy.cutover.run import CutoverOptions, run_cutover  # noqa: PLC0415
+    from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher  # noqa: PLC0415
+
+    db = _open_database(database_url)
+    url, dialect = db.engine.url, db.dialect
+    db.dispose()
+    cipher = None
+    try:
+        if credentials_key_file is not None:
+            cipher = CredentialCipher(_read_key_file(credentials_key_file))
+        elif os.environ.get(KEY_ENV):
+            cipher = CredentialCipher.from_env()
+    except (StoreError, ValueError) as error:
+        raise _fail_usage(str(error)) from None
+    if backup is None and not dry_run:
+        backup = _default_backup_path(url, dialect)
+    options = CutoverOptions(dry_run=dry_run, backup=backup, cipher=cipher, lock_timeout_seconds=lock_timeout)
+    try:
+        with RichProgress(err) as progress:
+            report = run_cutover(url.render_as_string(hide_password=False), options, progress)
+    except CutoverError as error:
+        err.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+        err.print("rolled back: the database is as it was", highlight=False)
+        raise typer.Exit(1) from None
+    print_report(report, out)
+
+
+def _read_key_file(path: Path) -> bytes:
+    import base64  # noqa: PLC0415
+    import binascii  # noqa: PLC0415
+
+    try:
+        return base64.b64decode(path.read_text(encoding="ascii").strip(), validate=True)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise ValueError(f"{path} does not hold the base64 of a key") from None
+
+
+def _default_backup_path(url: sa.URL, dialect: str) -> Path:
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    if dialect == "sqlite":
+        database = Path(url.database or "agentfy.db")
+        return database.with_name(f"{database.name}.pre-cutover-{stamp}.sqlite3")
+    return Path(f"{url.database or 'agentfy'}-pre-cutover-{stamp}.dump")
 
 
 @app.command("worker")

@@ -1,0 +1,93 @@
+"""The cutover on a terminal: a Rich progress line per step (rows done, rate, ETA) and the final report."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from agentfy.cutover.run import CutoverReport
+
+
+class _Rate(ProgressColumn):
+    """Rows (or bytes) per second of the step, once it has a measurable speed."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:,.0f}/s", style="progress.data.speed")
+
+
+class RichProgress:
+    """:class:`agentfy.cutover.run.Progress` drawn with Rich; use as a context manager."""
+
+    def __init__(self, console: Console) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]{task.fields[step]:>13}[/bold]"), TextColumn("{task.description}"), BarColumn(),
+            MofNCompleteColumn(), _Rate(), TimeRemainingColumn(), TimeElapsedColumn(), console=console)
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> RichProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self._finish()
+        self._progress.stop()
+
+    def _finish(self) -> None:
+        if self._task is not None:
+            task = self._progress.tasks[-1]
+            if task.total is None:
+                self._progress.update(self._task, total=max(task.completed, 1), completed=max(task.completed, 1))
+            self._progress.stop_task(self._task)
+
+    def start(self, step: str, description: str, total: int | None = None) -> None:
+        self._finish()
+        self._task = self._progress.add_task(description, total=total, step=step)
+
+    def advance(self, amount: int) -> None:
+        if self._task is not None:
+            self._progress.advance(self._task, amount)
+
+    def update(self, completed: int, total: int | None) -> None:
+        if self._task is not None:
+            self._progress.update(self._task, completed=completed, total=total)
+
+
+def print_report(report: CutoverReport, console: Console) -> None:
+    """What changed (or would), per table and column, and the outcome in one line at the end."""
+    if report.changed_identities == 0:
+        console.print("nothing to do: 0 identities changed (every ID is already canonical)", highlight=False)
+        return
+    table = Table(title=f"cutover {report.run_id}: rows {'that would change' if report.dry_run else 'changed'}")
+    table.add_column("table.column")
+    table.add_column("rows", justify="right")
+    for name, count in sorted(report.changes.items()):
+        if count:
+            table.add_row(name, f"{count:,}")
+    console.print(table)
+    identities = ", ".join(f"{name} {count:,}" for name, count in sorted(report.identities.items()))
+    console.print(f"identities: {identities}", highlight=False, soft_wrap=True)
+    console.print(f"{report.minted:,} minted from UUIDs, {report.renamed:,} renamed (tail kept); "
+                  f"{report.credentials:,} credentials encrypted again; signing epoch -> {report.signing_epoch}",
+                  highlight=False)
+    if report.dry_run:
+        console.print(f"dry run: {report.changed_identities:,} identities would change; rolled back, the database "
+                      "is unchanged", highlight=False)
+    else:
+        console.print(f"committed: {report.changed_identities:,} identities changed, {report.hops:,} hops recorded; "
+                      f"backup of the starting state: {report.backup}", highlight=False, soft_wrap=True)

@@ -1,0 +1,497 @@
+"""What differs between SQLite and PostgreSQL in a cutover: locking, the mapping table, foreign keys,
+backups, checksums.
+
+The cutover runs on one driver connection of its own (not the store's pool), in one transaction, because it
+needs what the store hides: an exclusive lock, a temporary mapping table loaded in bulk, foreign keys
+suspended while primary keys and references change and re-checked before COMMIT, and a backup of exactly
+the state the transaction started from.
+
+* **SQLite:** ``BEGIN EXCLUSIVE`` (other writers wait on their busy timeout; a second cutover times out
+  here); foreign keys are off on this connection and ``PRAGMA foreign_key_check`` runs before COMMIT; the
+  backup is SQLite's online backup API, read through a second, read-only connection (WAL lets it read the
+  committed state while this one holds the write lock; the backup API on the locked connection itself
+  never finishes).
+* **PostgreSQL:** a transaction-level advisory lock (the maintenance lock), a refusal if any other session
+  is connected to the database, then ``LOCK TABLE … IN EXCLUSIVE MODE`` under ``lock_timeout``; the backup is
+  ``pg_dump`` of the snapshot this transaction exported, so it is the exact starting state; foreign keys
+  are dropped and added again (which validates every row) inside the transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import psycopg
+import sqlalchemy as sa
+from psycopg import errors as pg_errors
+from psycopg import sql as pg_sql
+
+from agentfy.cutover.errors import BackupError, CutoverRefusedError, PostCheckError
+from agentfy.cutover.references import LEGACY_SHAPED_GLOBS, LEGACY_SHAPED_PG
+
+#: The maintenance lock every maintenance job takes (PostgreSQL advisory lock key): "agentfy\0".
+MAINTENANCE_LOCK_KEY: Final = int.from_bytes(b"agentfy\x00", "big") & 0x7FFF_FFFF_FFFF_FFFF
+MAP_TABLE: Final = "cutover_map"
+#: Values per ``IN (…)`` list on SQLite (its limit on host parameters is 32,766; pages are smaller).
+_SQLITE_IN_CHUNK: Final = 500
+
+Checksums = dict[str, tuple[int, str]]
+#: ``(bytes or rows done, total or None)`` while a backup or restore runs.
+CopyProgress = Callable[[int, int | None], None]
+
+
+def quote(name: str) -> str:
+    """A quoted identifier (table and column names come from the schema, never from input)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+class CutoverEngine(ABC):
+    """One connection, one transaction.  SQL uses ``?`` placeholders on both engines."""
+
+    dialect: str
+    connection: Any
+
+    # -- statements ---------------------------------------------------------------------------------------
+    def _sql(self, statement: str) -> str:
+        return statement
+
+    def execute(self, statement: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; the number of rows it changed (``-1`` when the driver does not say)."""
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(self._sql(statement), tuple(params))
+            return int(cursor.rowcount)
+        finally:
+            cursor.close()
+
+    def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            cursor = self.connection.cursor()
+            try:
+                cursor.executemany(self._sql(statement), [tuple(row) for row in rows])
+            finally:
+                cursor.close()
+
+    def query(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(self._sql(statement), tuple(params))
+            return [tuple(row) for row in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+    def stream(self, statement: str, params: Sequence[Any] = (), size: int = 10_000) -> Iterator[tuple[Any, ...]]:
+        """Rows of a read-only query, ``size`` at a time (the caller must not write until it is exhausted)."""
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(self._sql(statement), tuple(params))
+            while batch := cursor.fetchmany(size):
+                yield from batch
+        finally:
+            cursor.close()
+
+    def scalar(self, statement: str, params: Sequence[Any] = ()) -> Any:
+        rows = self.query(statement, params)
+        return rows[0][0] if rows else None
+
+    def count(self, table: str) -> int:
+        return int(self.scalar(f"SELECT count(*) FROM {quote(table)}"))
+
+    # -- what differs -------------------------------------------------------------------------------------
+    @abstractmethod
+    def lock(self, timeout_seconds: float) -> None:
+        """Begin the transaction and make this the only writer, or :class:`CutoverRefusedError`."""
+
+    @abstractmethod
+    def foreign_keys(self) -> list[tuple[str, str, str, str]]:
+        """The catalog's foreign keys: ``(table, column, referred table, referred column)``."""
+
+    @abstractmethod
+    def create_map(self) -> None:
+        """The temporary mapping table ``(old_id, new_id, entity, tbl, minted)``, gone at the end."""
+
+    @abstractmethod
+    def load_map(self, rows: Sequence[tuple[str, str, str, str, bool]]) -> None:
+        """Append rows to the mapping table."""
+
+    def analyze_map(self) -> None:  # noqa: B027 - only PostgreSQL's planner needs it
+        """Tell the planner how big the mapping table is."""
+
+    @abstractmethod
+    def lookup(self, values: Iterable[str]) -> dict[str, str]:
+        """Old ID -> new ID for those of ``values`` the mapping table translates."""
+
+    @abstractmethod
+    def legacy_filter(self, column: str) -> tuple[str, tuple[str, ...]]:
+        """A WHERE condition that holds for every value containing a legacy-shaped ID (and a few more)."""
+
+    @abstractmethod
+    def suspend_foreign_keys(self) -> None:
+        """Stop checking foreign keys row by row until :meth:`check_foreign_keys`."""
+
+    @abstractmethod
+    def check_foreign_keys(self) -> None:
+        """Check every foreign key of every row again; :class:`PostCheckError` names a violation."""
+
+    @abstractmethod
+    def checksums(self, tables: Iterable[str]) -> Checksums:
+        """Per table: row count and a digest of its rows, comparable with the restored backup's."""
+
+    @abstractmethod
+    def backup(self, path: Path, progress: CopyProgress) -> None:
+        """Write the starting state to ``path`` (atomically: a partial backup never has that name)."""
+
+    @abstractmethod
+    def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
+        """Restore ``path`` into a scratch database, and the checksums of its tables."""
+
+    def commit(self) -> None:
+        self.connection.commit() if self.dialect == "postgresql" else self.execute("COMMIT")
+
+    def rollback(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.dialect == "postgresql":
+                self.connection.rollback()
+            elif self.connection.in_transaction:
+                self.connection.execute("ROLLBACK")
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.connection.close()
+
+
+def _partial(path: Path) -> Path:
+    return path.with_name(path.name + ".partial")
+
+
+# -- SQLite ---------------------------------------------------------------------------------------------------
+class SqliteEngine(CutoverEngine):
+    dialect = "sqlite"
+
+    def __init__(self, path: str, timeout_seconds: float) -> None:
+        if not path or path == ":memory:" or not Path(path).exists():
+            raise CutoverRefusedError(f"no SQLite database at {path!r}: the cutover needs an existing database file")
+        self.path = Path(path)
+        self.connection = sqlite3.connect(path, isolation_level=None, timeout=timeout_seconds,
+                                          check_same_thread=False)
+        self.connection.execute(f"PRAGMA busy_timeout = {int(timeout_seconds * 1000)}")
+        # Off for this connection only (it cannot change inside a transaction): rows are checked all at once
+        # before COMMIT instead of one UPDATE at a time.
+        self.connection.execute("PRAGMA foreign_keys = OFF")
+        self.connection.execute("PRAGMA cache_size = -131072")  # 128 MiB of pages, not Python objects
+        self.connection.execute("PRAGMA temp_store = FILE")
+
+    def lock(self, timeout_seconds: float) -> None:
+        try:
+            mode = self.connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode != "wal":
+                raise CutoverRefusedError(f"{self.path} is in journal mode {mode!r}; the cutover needs WAL")
+            self.connection.execute("BEGIN EXCLUSIVE")
+        except sqlite3.OperationalError as error:
+            raise CutoverRefusedError(
+                f"{self.path} is locked by another writer or another cutover (waited {timeout_seconds:g} s: "
+                f"{error}); stop the server and workers, then run the cutover again") from None
+
+    def foreign_keys(self) -> list[tuple[str, str, str, str]]:
+        return [(str(t), str(c), str(rt), str(rc)) for t, c, rt, rc in self.query(
+            'SELECT m.name, f."from", f."table", f."to" FROM sqlite_master AS m, pragma_foreign_key_list(m.name) '
+            "AS f WHERE m.type = 'table'")]
+
+    def create_map(self) -> None:
+        self.execute(f"CREATE TEMP TABLE {MAP_TABLE} (old_id TEXT PRIMARY KEY, new_id TEXT NOT NULL, "
+                     "entity TEXT NOT NULL, tbl TEXT NOT NULL, minted INTEGER NOT NULL) WITHOUT ROWID")
+
+    def load_map(self, rows: Sequence[tuple[str, str, str, str, bool]]) -> None:
+        self.executemany(f"INSERT INTO {MAP_TABLE} VALUES (?, ?, ?, ?, ?)", rows)
+
+    def lookup(self, values: Iterable[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        pending = list(dict.fromkeys(values))
+        for start in range(0, len(pending), _SQLITE_IN_CHUNK):
+            chunk = pending[start:start + _SQLITE_IN_CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            found.update(self.query(f"SELECT old_id, new_id FROM {MAP_TABLE} WHERE old_id IN ({marks})", chunk))
+        return found
+
+    def legacy_filter(self, column: str) -> tuple[str, tuple[str, ...]]:
+        return " OR ".join(f"{column} GLOB ?" for _ in LEGACY_SHAPED_GLOBS), LEGACY_SHAPED_GLOBS
+
+    def suspend_foreign_keys(self) -> None:
+        """Already off on this connection (see ``__init__``)."""
+
+    def check_foreign_keys(self) -> None:
+        violations = self.query("PRAGMA foreign_key_check")
+        if violations:
+            table, rowid, parent, _ = violations[0]
+            raise PostCheckError(f"{len(violations)} foreign key violation(s), e.g. {table} row {rowid} refers to "
+                                 f"a missing {parent} row")
+
+    @staticmethod
+    def _checksums(connection: sqlite3.Connection, tables: Iterable[str]) -> Checksums:
+        sums: Checksums = {}
+        for table in tables:
+            digest, rows = hashlib.blake2b(digest_size=16), 0
+            cursor = connection.execute(f"SELECT * FROM {quote(table)} ORDER BY rowid")
+            while batch := cursor.fetchmany(10_000):
+                rows += len(batch)
+                digest.update(repr(batch).encode())
+            sums[table] = (rows, digest.hexdigest())
+        return sums
+
+    def checksums(self, tables: Iterable[str]) -> Checksums:
+        return self._checksums(self.connection, tables)
+
+    def backup(self, path: Path, progress: CopyProgress) -> None:
+        partial = _partial(path)
+        partial.unlink(missing_ok=True)
+        source = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        target = sqlite3.connect(partial)
+        try:
+            source.backup(target, pages=4096,
+                          progress=lambda _status, remaining, total: progress(total - remaining, total))
+            target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file, no -wal beside it
+        except sqlite3.Error as error:
+            raise BackupError(f"the backup to {path} failed: {error}") from None
+        finally:
+            target.close()
+            source.close()
+        partial.replace(path)
+
+    def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
+        with tempfile.TemporaryDirectory(prefix="agentfy-cutover-check-", dir=path.parent) as scratch_dir:
+            scratch_path = Path(scratch_dir) / "restored.db"
+            try:
+                source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+                try:
+                    status = source.execute("PRAGMA integrity_check").fetchone()[0]
+                    if status != "ok":
+                        raise BackupError(f"the backup {path} is corrupt (integrity check: {status})")
+                    scratch = sqlite3.connect(scratch_path)
+                    try:
+                        source.backup(scratch, pages=4096,
+                                      progress=lambda _s, remaining, total: progress(total - remaining, total))
+                        return self._checksums(scratch, tables)
+                    finally:
+                        scratch.close()
+                finally:
+                    source.close()
+            except sqlite3.Error as error:
+                raise BackupError(f"the backup {path} cannot be restored: {error}") from None
+
+
+# -- PostgreSQL -----------------------------------------------------------------------------------------------
+def _libpq(url: sa.URL) -> tuple[str, dict[str, str]]:
+    """A libpq URI without the password, and the environment that carries it (not on a command line)."""
+    env = dict(os.environ)
+    if url.password is not None:
+        env["PGPASSWORD"] = str(url.password)
+    plain = url.set(drivername="postgresql", password=None)
+    return plain.render_as_string(hide_password=False), env
+
+
+class PostgresEngine(CutoverEngine):
+    dialect = "postgresql"
+
+    def __init__(self, url: sa.URL, timeout_seconds: float) -> None:
+        self.url = url
+        self.uri, self.env = _libpq(url)
+        try:
+            self.connection = psycopg.connect(self.uri, password=url.password, autocommit=False,
+                                              application_name="agentfy-cutover",
+                                              connect_timeout=max(1, int(timeout_seconds)))
+        except psycopg.Error as error:
+            raise CutoverRefusedError(f"cannot connect to {url.render_as_string(hide_password=True)}: "
+                                      f"{str(error).strip()}") from None
+        self._foreign_key_definitions: list[tuple[str, str, str]] = []
+        self._snapshot: str | None = None
+        self._cursors = 0
+
+    def _sql(self, statement: str) -> str:
+        return statement.replace("?", "%s")
+
+    def lock(self, timeout_seconds: float) -> None:
+        self.execute(f"SET LOCAL lock_timeout = '{int(timeout_seconds * 1000)}ms'")
+        if not self.scalar("SELECT pg_try_advisory_xact_lock(?)", (MAINTENANCE_LOCK_KEY,)):
+            raise CutoverRefusedError("the maintenance lock is held: another cutover or maintenance job is running "
+                                      "on this database; wait for it to finish")
+        others = self.query(
+            "SELECT pid, coalesce(application_name, ''), coalesce(state, ''), coalesce(host(client_addr), 'local') "
+            "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND backend_type = 'client backend' ORDER BY pid")
+        if others:
+            listed = "; ".join(f"pid {pid} {app or '(no application name)'} {state} from {addr}"
+                               for pid, app, state, addr in others[:5])
+            raise CutoverRefusedError(f"{len(others)} other session(s) are connected to this database ({listed}); "
+                                      "stop the servers and workers that use it, then run the cutover again")
+        tables = [str(name) for (name,) in self.query(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename")]
+        try:
+            if tables:
+                self.execute(f"LOCK TABLE {', '.join(quote(t) for t in tables)} IN EXCLUSIVE MODE")
+        except pg_errors.LockNotAvailable:
+            raise CutoverRefusedError(f"the tables are locked by another transaction (waited {timeout_seconds:g} s); "
+                                      "stop the writers, then run the cutover again") from None
+        self._snapshot = str(self.scalar("SELECT pg_export_snapshot()"))
+
+    def foreign_keys(self) -> list[tuple[str, str, str, str]]:
+        return [(str(t), str(c), str(rt), str(rc)) for t, c, rt, rc in self.query(
+            "SELECT cl.relname, a.attname, rcl.relname, ra.attname FROM pg_constraint AS con "
+            "JOIN pg_class AS cl ON cl.oid = con.conrelid JOIN pg_class AS rcl ON rcl.oid = con.confrelid "
+            "CROSS JOIN LATERAL unnest(con.conkey, con.confkey) AS k(col, rcol) "
+            "JOIN pg_attribute AS a ON a.attrelid = con.conrelid AND a.attnum = k.col "
+            "JOIN pg_attribute AS ra ON ra.attrelid = con.confrelid AND ra.attnum = k.rcol "
+            "WHERE con.contype = 'f' AND con.connamespace = current_schema()::regnamespace")]
+
+    def create_map(self) -> None:
+        self.execute(f"CREATE TEMP TABLE {MAP_TABLE} (old_id text PRIMARY KEY, new_id text NOT NULL, "
+                     "entity text NOT NULL, tbl text NOT NULL, minted boolean NOT NULL) ON COMMIT DROP")
+
+    def load_map(self, rows: Sequence[tuple[str, str, str, str, bool]]) -> None:
+        cursor = self.connection.cursor()
+        try:
+            with cursor.copy(f"COPY {MAP_TABLE} (old_id, new_id, entity, tbl, minted) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        finally:
+            cursor.close()
+
+    def analyze_map(self) -> None:
+        self.execute(f"ANALYZE {MAP_TABLE}")
+
+    def stream(self, statement: str, params: Sequence[Any] = (), size: int = 10_000) -> Iterator[tuple[Any, ...]]:
+        """A server-side cursor: the client holds one batch, whatever the result's size."""
+        self._cursors += 1
+        with self.connection.cursor(name=f"cutover_stream_{self._cursors}") as cursor:
+            cursor.itersize = size
+            cursor.execute(self._sql(statement), tuple(params))
+            yield from cursor
+
+    def lookup(self, values: Iterable[str]) -> dict[str, str]:
+        return {str(old): str(new) for old, new in self.query(
+            f"SELECT old_id, new_id FROM {MAP_TABLE} WHERE old_id = ANY(?)", (list(dict.fromkeys(values)),))}
+
+    def legacy_filter(self, column: str) -> tuple[str, tuple[str, ...]]:
+        return f"{column} ~ ?", (LEGACY_SHAPED_PG,)
+
+    def suspend_foreign_keys(self) -> None:
+        self._foreign_key_definitions = [(str(t), str(n), str(d)) for t, n, d in self.query(
+            "SELECT cl.relname, con.conname, pg_get_constraintdef(con.oid) FROM pg_constraint AS con "
+            "JOIN pg_class AS cl ON cl.oid = con.conrelid "
+            "WHERE con.contype = 'f' AND con.connamespace = current_schema()::regnamespace ORDER BY 1, 2")]
+        for table, name, _ in self._foreign_key_definitions:
+            self.execute(f"ALTER TABLE {quote(table)} DROP CONSTRAINT {quote(name)}")
+
+    def check_foreign_keys(self) -> None:
+        for table, name, definition in self._foreign_key_definitions:
+            try:
+                self.execute("SAVEPOINT cutover_fk")
+                self.execute(f"ALTER TABLE {quote(table)} ADD CONSTRAINT {quote(name)} {definition}")
+                self.execute("RELEASE SAVEPOINT cutover_fk")
+            except pg_errors.ForeignKeyViolation as error:
+                self.execute("ROLLBACK TO SAVEPOINT cutover_fk")
+                detail = error.diag.message_detail or str(error).strip()
+                raise PostCheckError(
+                    f"foreign key {name} on {table} does not hold after the rewrite: {detail}") from None
+        self._foreign_key_definitions = []
+
+    def _checksum_query(self, table: str) -> str:
+        # Order-independent: the sum of each row's hash (the restored copy has no defined row order).
+        return (f"SELECT count(*), coalesce(sum(('x' || substr(md5(t::text), 1, 15))::bit(60)::bigint), 0)::text "
+                f"FROM {quote(table)} AS t")
+
+    def checksums(self, tables: Iterable[str]) -> Checksums:
+        sums: Checksums = {}
+        for table in tables:
+            count, digest = self.query(self._checksum_query(table))[0]
+            sums[table] = (int(count), str(digest))
+        return sums
+
+    def _run(self, command: list[str], what: str) -> None:
+        executable = shutil.which(command[0])
+        if executable is None:
+            raise BackupError(f"{command[0]} is not installed: the cutover needs it for {what} (Debian: "
+                              "apt-get install postgresql-client)")
+        done = subprocess.run([executable, *command[1:]], env=self.env, capture_output=True, text=True,  # noqa: S603
+                              check=False)
+        if done.returncode != 0:
+            raise BackupError(f"{what} failed ({command[0]} exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+
+    def backup(self, path: Path, progress: CopyProgress) -> None:
+        if self._snapshot is None:
+            raise BackupError("no exported snapshot: lock() must run first")
+        partial = _partial(path)
+        partial.unlink(missing_ok=True)
+        progress(0, None)
+        self._run(["pg_dump", "--format=custom", f"--snapshot={self._snapshot}", f"--file={partial}",
+                   f"--dbname={self.uri}"], f"the backup (pg_dump) to {path}")
+        partial.replace(path)
+        progress(path.stat().st_size, path.stat().st_size)
+
+    def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
+        scratch_name = f"agentfy_cutover_check_{os.getpid()}_{os.urandom(4).hex()}"
+        admin_uri = self.uri
+        try:
+            with psycopg.connect(admin_uri, password=self.url.password, autocommit=True) as admin:
+                admin.execute(pg_sql.SQL("CREATE DATABASE {}").format(pg_sql.Identifier(scratch_name)))
+        except psycopg.Error as error:
+            raise BackupError(f"cannot create the scratch database to restore the backup into: "
+                              f"{str(error).strip()}") from None
+        try:
+            scratch_url = self.url.set(database=scratch_name)
+            scratch_uri, _ = _libpq(scratch_url)
+            progress(0, None)
+            self._run(["pg_restore", "--exit-on-error", "--no-owner", "--no-privileges", f"--dbname={scratch_uri}",
+                       str(path)], f"restoring the backup {path} into a scratch database")
+            with psycopg.connect(scratch_uri, password=self.url.password) as scratch:
+                sums: Checksums = {}
+                for table in tables:
+                    row = scratch.execute(self._checksum_query(table)).fetchone()
+                    if row is None:
+                        raise BackupError(f"the restored backup has no table {table}")
+                    sums[table] = (int(row[0]), str(row[1]))
+                return sums
+        except psycopg.Error as error:
+            raise BackupError(f"the restored backup cannot be read: {str(error).strip()}") from None
+        finally:
+            with contextlib.suppress(psycopg.Error), \
+                    psycopg.connect(admin_uri, password=self.url.password, autocommit=True) as admin:
+                admin.execute(pg_sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                    pg_sql.Identifier(scratch_name)))
+
+
+def open_engine(url: str, timeout_seconds: float) -> CutoverEngine:
+    """The engine for ``url`` (``sqlite:///PATH`` or ``postgresql[+psycopg]://…``)."""
+    parsed = sa.engine.make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return SqliteEngine(parsed.database or "", timeout_seconds)
+    if backend == "postgresql":
+        return PostgresEngine(parsed, timeout_seconds)
+    raise CutoverRefusedError(f"unsupported database URL {parsed.render_as_string(hide_password=True)!r}: expected "
+                              "sqlite:///PATH or postgresql://USER@HOST/DB")
+
+
+def keyset_pages(engine: CutoverEngine, table: str, key: str, columns: str, *, where: str = "",
+                 params: tuple[Any, ...] = (), page_size: int, joins: str = "") -> Iterator[list[tuple[Any, ...]]]:
+    """Rows of ``table`` (with ``joins`` appended to its FROM) in pages ordered by its single-column key, each
+    page a fresh query (so the caller may update the rows between pages, and memory holds one page)."""
+    after = ""
+    condition = f" AND ({where})" if where else ""
+    statement = (f"SELECT {quote(key)}, {columns} FROM {quote(table)}{joins} WHERE {quote(key)} > ?{condition} "
+                 f"ORDER BY {quote(key)} LIMIT {int(page_size)}")
+    while True:
+        page = engine.query(statement, (after, *params))
+        if not page:
+            return
+        yield page
+        after = page[-1][0]

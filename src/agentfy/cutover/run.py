@@ -1,0 +1,577 @@
+"""``agentfy cutover run``: every legacy identity to its canonical ID, in one verified transaction.
+
+The seed ("Agentfy: the cutover") and issue 7 are the contract; ``docs/cutover.md`` is the operator's
+guide.  The run is a fixed sequence of steps (:data:`STEPS`), all inside one transaction on one
+connection, so a failure or a kill at any step leaves the database exactly as it was:
+
+1. ``lock`` — become the only writer (see :mod:`agentfy.cutover.engines`); count every table's rows.
+2. ``plan`` — stream every entity table's primary keys and decide each one's new ID: a bare UUID gets a
+   freshly minted canonical ID (the platform organization's gets ``org-silver-days-zxy8s9bpp6hp``), a
+   retired prefix is swapped keeping the tail, anything canonical (or Agentfy's three-word legacy format)
+   stays.  The decisions go into a temporary mapping table, never a Python list.  A minted ID that collides
+   is minted again; a swapped one that collides aborts.  Nothing to translate: the run stops here and says
+   it changed zero identities.
+3. ``scan`` — every text column that is not a known reference, history or user content is searched for
+   the IDs being translated; one found aborts (it would be left dangling).
+4. ``backup``, ``restore-check`` — the exact starting state is backed up, restored into a scratch database
+   and compared table by table (row count and checksum); any mismatch aborts before a row is written.
+5. ``credentials`` — each secret of a translated organization is decrypted with the old ID as associated
+   data and encrypted again with the new one; one that does not decrypt aborts.
+6. ``json`` — IDs inside JSON documents, value by value.
+7. ``ids`` — primary keys, foreign keys and references without one: one ``UPDATE … FROM`` per column.
+8. ``revoke`` — the signing epoch is bumped: every signed context issued so far stops working.
+9. ``hops`` — one ``id_migrations`` row per changed identity, so old IDs resolve to the current ones.
+10. ``check`` — foreign keys hold, no translated ID is left anywhere, row counts are unchanged, soft
+    references dangle no more than before, every secret decrypts, every hop resolves.
+11. ``commit`` — or, with ``dry_run``, roll back: the database is left identical.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+from agentfy.cutover.engines import MAP_TABLE, CutoverEngine, keyset_pages, open_engine, quote
+from agentfy.cutover.errors import (
+    BackupError,
+    CutoverError,
+    IdConflictError,
+    PostCheckError,
+    UnknownReferenceError,
+)
+from agentfy.cutover.references import ENTITY_TABLES, LEGACY_SHAPED, JsonColumn, References, discover
+from agentfy.ids import AGENTFY_WORDS_LEGACY, RENAMED_PREFIXES, RandomSource, format_id, is_canonical_id
+from agentfy.ids.registry import MODEL_BY_PREFIX
+from agentfy.store.db import now
+from agentfy.store.repos.credentials import CredentialCipher, CredentialDecryptionError
+from agentfy.store.repos.orgs import PLATFORM_ORG_ID
+from agentfy.store.schema import metadata
+
+STEPS: Final = ("lock", "plan", "scan", "backup", "restore-check", "credentials", "json", "ids", "revoke",
+                "hops", "check", "commit")
+#: The platform organization of a fresh legacy database (its canonical ID is ``PLATFORM_ORG_ID``).
+PLATFORM_LEGACY_UUID: Final = "0193a5b0-7000-7000-8000-000000000001"
+#: The retired prefix of each current prefix that had one (``org`` -> ``organization``, …).
+RETIRED_PREFIX: Final = {new: old for old, new in RENAMED_PREFIXES.items()}
+_UUID_LENGTH: Final = 36
+#: Attempts at minting a unique ID for one identity before giving up (a collision is ~1 in 2^60).
+MAX_MINT_ATTEMPTS: Final = 8
+
+
+class Progress(Protocol):
+    """What the run reports while it works (the CLI draws it with Rich; tests may record or interrupt)."""
+
+    def start(self, step: str, description: str, total: int | None = None) -> None:
+        """A step begins; ``total`` is how many rows (or bytes) it will go through, if known."""
+
+    def advance(self, amount: int) -> None:
+        """``amount`` more done in the current step."""
+
+    def update(self, completed: int, total: int | None) -> None:
+        """The current step's absolute position (backups report bytes or pages)."""
+
+
+class NullProgress:
+    """Reports nothing."""
+
+    def start(self, step: str, description: str, total: int | None = None) -> None:
+        pass
+
+    def advance(self, amount: int) -> None:
+        pass
+
+    def update(self, completed: int, total: int | None) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class CutoverOptions:
+    """``backup`` is required for a real run (a dry run backs up to a temporary file when it is ``None``);
+    ``cipher`` is required when a translated organization has credentials; ``random`` is for tests."""
+
+    dry_run: bool = False
+    backup: Path | None = None
+    cipher: CredentialCipher | None = None
+    lock_timeout_seconds: float = 5.0
+    page_size: int = 10_000
+    random: RandomSource | None = None
+
+
+@dataclass
+class CutoverReport:
+    """What the run changed (or, in a dry run, would change)."""
+
+    run_id: str
+    dry_run: bool
+    #: entity table -> identities translated (minted from a UUID, or a retired prefix swapped)
+    identities: dict[str, int] = field(default_factory=dict)
+    minted: int = 0
+    renamed: int = 0
+    #: ``table.column`` -> rows rewritten (ID columns and JSON documents alike)
+    changes: dict[str, int] = field(default_factory=dict)
+    credentials: int = 0
+    signing_epoch: int | None = None
+    hops: int = 0
+    backup: Path | None = None
+    #: step -> seconds it took
+    seconds: dict[str, float] = field(default_factory=dict)
+    #: table -> rows, as at the start (and, checked, at the end)
+    row_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def changed_identities(self) -> int:
+        return sum(self.identities.values())
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def translate(value: str, table: str, random: RandomSource | None = None) -> tuple[str, bool] | None:
+    """``(new ID, minted)`` for a primary key of ``table`` that needs the cutover, ``None`` for one that stays;
+    :class:`IdConflictError` for a value that is neither (the cutover does not guess)."""
+    prefix = ENTITY_TABLES[table]
+    if len(value) == _UUID_LENGTH and LEGACY_SHAPED.fullmatch(value) and value[8] == "-":
+        if table == "organizations" and value == PLATFORM_LEGACY_UUID:
+            return PLATFORM_ORG_ID, False
+        return format_id(prefix, random), True
+    retired = RETIRED_PREFIX.get(prefix)
+    if retired is not None and value.startswith(retired + "-"):
+        renamed = prefix + value[len(retired):]
+        if is_canonical_id(renamed, prefix):
+            return renamed, False
+    if is_canonical_id(value, prefix) or AGENTFY_WORDS_LEGACY.match(value, frozenset({prefix})):
+        return None
+    raise IdConflictError(f"{table}.id holds {value!r}, which is neither a canonical {prefix} ID nor a legacy ID "
+                          "the cutover translates (a bare lower-case UUID, or a retired prefix with a canonical "
+                          "tail); fix or remove that row, then run the cutover again")
+
+
+class _Run:
+    """One run's state; :func:`run_cutover` is the entry point."""
+
+    def __init__(self, engine: CutoverEngine, options: CutoverOptions, progress: Progress) -> None:
+        self.engine = engine
+        self.options = options
+        self.progress = progress
+        self.report = CutoverReport(run_id=new_run_id(), dry_run=options.dry_run)
+        self.references: References | None = None
+        self.dangling_before: dict[str, int] = {}
+        self.credentials_to_reencrypt = 0
+        self.epoch_rows_added = 0
+
+    @contextmanager
+    def step(self, name: str, description: str, total: int | None = None) -> Iterator[None]:
+        self.progress.start(name, description, total)
+        started = time.perf_counter()
+        yield
+        self.report.seconds[name] = time.perf_counter() - started
+
+    # -- 1. lock ------------------------------------------------------------------------------------------
+    def lock(self) -> None:
+        tables = [table.name for table in metadata.sorted_tables]
+        with self.step("lock", "taking the maintenance lock", len(tables)):
+            self.engine.lock(self.options.lock_timeout_seconds)
+            for table in tables:
+                self.report.row_counts[table] = self.engine.count(table)
+                self.progress.advance(1)
+            self.references = discover(self.engine.foreign_keys())
+
+    # -- 2. plan ------------------------------------------------------------------------------------------
+    def plan(self) -> None:
+        engine, page_size, random = self.engine, self.options.page_size, self.options.random
+        total = sum(self.report.row_counts[table] for table in ENTITY_TABLES)
+        with self.step("plan", "deciding every identity's new ID", total):
+            engine.create_map()
+            for table in ENTITY_TABLES:
+                entity = MODEL_BY_PREFIX[ENTITY_TABLES[table]]
+                for page in keyset_pages(engine, table, "id", "1", page_size=page_size):
+                    rows: list[tuple[str, str, str, str, bool]] = []
+                    for value, _ in page:
+                        decision = translate(str(value), table, random)
+                        if decision is not None:
+                            rows.append((str(value), decision[0], entity, table, decision[1]))
+                    engine.load_map(rows)
+                    self.progress.advance(len(page))
+            engine.analyze_map()
+            self._resolve_collisions()
+            for table, minted, count in engine.query(
+                    f"SELECT tbl, minted, count(*) FROM {MAP_TABLE} GROUP BY tbl, minted ORDER BY tbl"):
+                self.report.identities[str(table)] = self.report.identities.get(str(table), 0) + int(count)
+                if minted:
+                    self.report.minted += int(count)
+                else:
+                    self.report.renamed += int(count)
+            self.credentials_to_reencrypt = int(engine.scalar(
+                f"SELECT count(*) FROM org_credentials AS c JOIN {MAP_TABLE} AS m ON m.old_id = c.org_id"))
+            if self.credentials_to_reencrypt and self.options.cipher is None:
+                raise CutoverError(f"{self.credentials_to_reencrypt} credential(s) belong to organizations whose ID "
+                                   "changes and must be encrypted again: give the credentials key "
+                                   "($AGENTFY_CREDENTIALS_KEY or --credentials-key-file)")
+
+    def _resolve_collisions(self) -> None:
+        """Mint again every minted ID that equals another new ID or an existing one; a renamed ID that does
+        aborts (its tail is fixed, so there is no other choice to make)."""
+        engine = self.engine
+        for _ in range(MAX_MINT_ATTEMPTS):
+            clashes = engine.query(
+                f"SELECT old_id, tbl, minted, new_id FROM {MAP_TABLE} WHERE new_id IN "
+                f"(SELECT new_id FROM {MAP_TABLE} GROUP BY new_id HAVING count(*) > 1) ORDER BY new_id, minted")
+            redo: list[tuple[str, str]] = []
+            seen: set[str] = set()
+            for old_id, table, _minted, new_id in clashes:
+                if new_id in seen:
+                    redo.append((str(old_id), str(table)))
+                seen.add(str(new_id))
+            for table in ENTITY_TABLES:
+                for old_id, minted, new_id in engine.query(
+                        f"SELECT m.old_id, m.minted, m.new_id FROM {MAP_TABLE} AS m JOIN {quote(table)} AS t "
+                        "ON t.id = m.new_id WHERE m.tbl = ?", (table,)):
+                    if not minted:
+                        raise IdConflictError(f"{old_id} would become {new_id}, but {table} already has {new_id}; "
+                                              "resolve the duplicate by hand, then run the cutover again")
+                    redo.append((str(old_id), table))
+            if not redo:
+                return
+            for old_id, table in redo:
+                engine.execute(f"UPDATE {MAP_TABLE} SET new_id = ? WHERE old_id = ?",
+                               (format_id(ENTITY_TABLES[table], self.options.random), old_id))
+        raise IdConflictError(f"could not mint unique IDs in {MAX_MINT_ATTEMPTS} attempts: the random source "
+                              "repeats itself")
+
+    # -- 3. scan ------------------------------------------------------------------------------------------
+    def scan(self) -> None:
+        assert self.references is not None
+        scanned = self.references.scanned
+        with self.step("scan", "searching undeclared columns for translated IDs", len(scanned)):
+            for table, column in scanned:
+                found = self._translated_in(table, column, json_document=False)
+                if found:
+                    old_id, value = found
+                    raise UnknownReferenceError(
+                        f"{table}.{column} holds {old_id}, an ID the cutover translates (in {value[:120]!r}), but it "
+                        "is not a known reference: declare the column in agentfy.cutover.references (or clear "
+                        "the value), then run the cutover again")
+                self.progress.advance(1)
+            self.dangling_before = self._dangling_soft_references()
+
+    def _translated_in(self, table: str, column: str, *, json_document: bool) -> tuple[str, str] | None:
+        """The first ``(translated old ID, value)`` found in ``table.column``, or ``None``."""
+        condition, params = self.engine.legacy_filter(quote(column))
+        batch: dict[str, str] = {}
+
+        def check() -> tuple[str, str] | None:
+            hits = self.engine.lookup(batch)
+            for token, value in batch.items():
+                if token in hits:
+                    return token, value
+            batch.clear()
+            return None
+
+        rows = self.engine.stream(f"SELECT DISTINCT {quote(column)} FROM {quote(table)} WHERE {condition}", params)
+        for (value,) in rows:
+            text = str(value)
+            tokens = _json_tokens(text) if json_document else LEGACY_SHAPED.findall(text)
+            for token in tokens:
+                batch.setdefault(token, text)
+            if len(batch) >= self.options.page_size:
+                hit = check()
+                if hit:
+                    _close(rows)
+                    return hit
+        return check() if batch else None
+
+    def _dangling_soft_references(self) -> dict[str, int]:
+        """``table.column`` -> how many values of each soft reference point at no row."""
+        counts: dict[str, int] = {}
+        for table in metadata.sorted_tables:
+            for column in table.columns:
+                target = column.info.get("references")
+                if target:
+                    target_table, target_column = str(target).split(".")
+                    counts[f"{table.name}.{column.name}"] = int(self.engine.scalar(
+                        f"SELECT count(*) FROM {quote(table.name)} AS s WHERE s.{quote(column.name)} IS NOT NULL "
+                        f"AND NOT EXISTS (SELECT 1 FROM {quote(target_table)} AS t "
+                        f"WHERE t.{quote(target_column)} = s.{quote(column.name)})"))
+        return counts
+
+    # -- 4. backup and restore check ----------------------------------------------------------------------
+    def backup(self, path: Path) -> None:
+        with self.step("backup", f"backing up to {path}"):
+            self.engine.backup(path, self.progress.update)
+        self.report.backup = path
+        tables = [table.name for table in metadata.sorted_tables]
+        with self.step("restore-check", "restoring the backup into a scratch database and comparing",
+                       len(tables)):
+            live = self.engine.checksums(tables)
+            restored = self.engine.restored_checksums(path, tables, self.progress.update)
+            for table in tables:
+                if live[table] != restored.get(table):
+                    want, got = live[table], restored.get(table)
+                    raise BackupError(f"the restored backup {path} does not match the database: table {table} has "
+                                      f"{want[0]} rows (checksum {want[1]}), the backup "
+                                      f"{'lacks it' if got is None else f'{got[0]} rows (checksum {got[1]})'}; "
+                                      "nothing was changed")
+
+    # -- 5. credentials -----------------------------------------------------------------------------------
+    def credentials(self) -> None:
+        with self.step("credentials", "encrypting credentials for their new owner IDs",
+                       self.credentials_to_reencrypt):
+            if not self.credentials_to_reencrypt:
+                return
+            cipher = self.options.cipher
+            assert cipher is not None
+            done = 0
+            columns = "c2.org_id, c2.nonce, c2.ciphertext, m.new_id"
+            joins = f" AS c2 JOIN {MAP_TABLE} AS m ON m.old_id = c2.org_id"
+            for page in keyset_pages(self.engine, "org_credentials", "id", columns, page_size=self.options.page_size,
+                                     joins=joins):
+                updates: list[tuple[bytes, bytes, str]] = []
+                for credential_id, old_owner, nonce, ciphertext, new_owner in page:
+                    try:
+                        secret = cipher.decrypt(str(old_owner), nonce, ciphertext)
+                    except CredentialDecryptionError:
+                        raise CutoverError(f"credential {credential_id} of organization {old_owner} does not decrypt "
+                                           "with its owner ID and the given key: wrong key, or the row was altered; "
+                                           "nothing was changed") from None
+                    new_nonce, new_ciphertext = cipher.encrypt(str(new_owner), secret)
+                    updates.append((new_nonce, new_ciphertext, str(credential_id)))
+                self.engine.executemany("UPDATE org_credentials SET nonce = ?, ciphertext = ? WHERE id = ?", updates)
+                done += len(updates)
+                self.progress.advance(len(updates))
+            self.report.credentials = done
+
+    # -- 6. JSON documents --------------------------------------------------------------------------------
+    def json_documents(self) -> None:
+        assert self.references is not None
+        columns = self.references.json_columns
+        total = sum(self.report.row_counts[c.table] for c in columns)
+        with self.step("json", "rewriting IDs inside JSON documents", total):
+            for column in columns:
+                changed = self._rewrite_json(column)
+                self.report.changes[column.name] = changed
+                self.progress.advance(self.report.row_counts[column.table])
+
+    def _rewrite_json(self, column: JsonColumn) -> int:
+        condition, params = self.engine.legacy_filter(quote(column.column))
+        changed = 0
+        for page in keyset_pages(self.engine, column.table, column.key, quote(column.column), where=condition,
+                                 params=params, page_size=self.options.page_size):
+            documents: list[tuple[Any, str, Any]] = []
+            tokens: set[str] = set()
+            for key, text in page:
+                try:
+                    document = json.loads(text)
+                except ValueError:
+                    hits = self.engine.lookup(LEGACY_SHAPED.findall(str(text)))
+                    if hits:
+                        raise UnknownReferenceError(
+                            f"{column.name} of row {key} is not valid JSON but holds {next(iter(hits))}, an ID the "
+                            "cutover translates; fix the document, then run the cutover again") from None
+                    continue
+                found = list(_strings(document))
+                if found:
+                    documents.append((key, str(text), document))
+                    tokens.update(found)
+            mapping = self.engine.lookup(tokens) if tokens else {}
+            if not mapping:
+                continue
+            updates: list[tuple[str, Any]] = []
+            for key, text, document in documents:
+                rewritten = _rewrite(document, mapping)
+                if rewritten != document:
+                    compact = '": ' not in text and '", ' not in text
+                    separators = (",", ":") if compact else (", ", ": ")
+                    updates.append((json.dumps(rewritten, ensure_ascii=False, separators=separators), key))
+            self.engine.executemany(
+                f"UPDATE {quote(column.table)} SET {quote(column.column)} = ? WHERE {quote(column.key)} = ?", updates)
+            changed += len(updates)
+        return changed
+
+    # -- 7. ID columns ------------------------------------------------------------------------------------
+    def ids(self) -> None:
+        assert self.references is not None
+        columns = self.references.id_columns
+        total = sum(self.report.row_counts[c.table] for c in columns)
+        with self.step("ids", "rewriting primary keys and references", total):
+            self.engine.suspend_foreign_keys()
+            for column in columns:
+                self.report.changes[column.name] = self.engine.execute(
+                    f"UPDATE {quote(column.table)} SET {quote(column.column)} = m.new_id FROM {MAP_TABLE} AS m "
+                    f"WHERE {quote(column.table)}.{quote(column.column)} = m.old_id")
+                self.progress.advance(self.report.row_counts[column.table])
+
+    # -- 8. revoke ----------------------------------------------------------------------------------------
+    def revoke(self) -> None:
+        with self.step("revoke", "revoking every signed context (signing epoch)", 1):
+            current = self.engine.scalar("SELECT value FROM platform_settings WHERE name = 'signing_epoch'")
+            epoch = int(current or 0) + 1
+            self.epoch_rows_added = 0 if current is not None else 1
+            self.engine.execute("INSERT INTO platform_settings (name, value) VALUES ('signing_epoch', ?) "
+                                "ON CONFLICT (name) DO UPDATE SET value = excluded.value", (str(epoch),))
+            self.report.signing_epoch = epoch
+            self.progress.advance(1)
+
+    # -- 9. hops ------------------------------------------------------------------------------------------
+    def hops(self) -> None:
+        with self.step("hops", "recording one hop per changed identity", self.report.changed_identities):
+            clash = self.engine.query(f"SELECT m.old_id FROM {MAP_TABLE} AS m JOIN id_migrations AS h "
+                                      "ON h.old_id = m.old_id LIMIT 1")
+            if clash:
+                raise IdConflictError(f"{clash[0][0]} is a live ID but the record already says it was migrated; "
+                                      "the database is inconsistent: restore the last backup")
+            self.report.hops = self.engine.execute(
+                "INSERT INTO id_migrations (old_id, new_id, entity, run_id, migrated_at) "
+                f"SELECT old_id, new_id, entity, ?, ? FROM {MAP_TABLE}", (self.report.run_id, now()))
+            self.progress.advance(self.report.hops)
+
+    # -- 10. checks ---------------------------------------------------------------------------------------
+    def check(self) -> None:
+        assert self.references is not None
+        engine, references = self.engine, self.references
+        tables = [table.name for table in metadata.sorted_tables]
+        total = len(references.id_columns) + len(references.json_columns) + len(tables) + 3
+        with self.step("check", "checking before COMMIT", total):
+            engine.check_foreign_keys()
+            self.progress.advance(1)
+            for column in references.id_columns:
+                left = int(engine.scalar(f"SELECT count(*) FROM {quote(column.table)} AS t JOIN {MAP_TABLE} AS m "
+                                         f"ON t.{quote(column.column)} = m.old_id"))
+                if left:
+                    raise PostCheckError(f"{left} translated ID(s) left in {column.name}")
+                self.progress.advance(1)
+            for json_column in references.json_columns:
+                found = self._translated_in(json_column.table, json_column.column, json_document=True)
+                if found:
+                    raise PostCheckError(f"{found[0]} left in {json_column.name}")
+                self.progress.advance(1)
+            added = {"id_migrations": self.report.hops, "platform_settings": self.epoch_rows_added}
+            for table in tables:
+                expected = self.report.row_counts[table] + added.get(table, 0)
+                if (count := engine.count(table)) != expected:
+                    raise PostCheckError(f"{table} had {self.report.row_counts[table]} rows, should have {expected} "
+                                         f"and has {count}")
+                self.progress.advance(1)
+            dangling = self._dangling_soft_references()
+            for name, before in self.dangling_before.items():
+                if dangling.get(name, 0) > before:
+                    raise PostCheckError(f"{name} has {dangling[name]} dangling values, {before} before the rewrite")
+            self._check_credentials()
+            self._check_hops()
+            self.progress.advance(3)
+
+    def _check_credentials(self) -> None:
+        cipher = self.options.cipher
+        if cipher is None:
+            return
+        for credential_id, owner, nonce, ciphertext in self.engine.stream(
+                "SELECT id, org_id, nonce, ciphertext FROM org_credentials"):
+            try:
+                cipher.decrypt(str(owner), nonce, ciphertext)
+            except CredentialDecryptionError:
+                raise PostCheckError(f"credential {credential_id} does not decrypt for its owner {owner}") from None
+
+    def _check_hops(self) -> None:
+        unrecorded = int(self.engine.scalar(
+            f"SELECT count(*) FROM {MAP_TABLE} AS m LEFT JOIN id_migrations AS h ON h.old_id = m.old_id "
+            "AND h.new_id = m.new_id WHERE h.old_id IS NULL"))
+        if unrecorded:
+            raise PostCheckError(f"{unrecorded} changed identities have no recorded hop")
+        for table in ENTITY_TABLES:
+            missing = self.engine.query(
+                f"SELECT m.old_id, m.new_id FROM {MAP_TABLE} AS m WHERE m.tbl = ? AND NOT EXISTS "
+                f"(SELECT 1 FROM {quote(table)} AS t WHERE t.id = m.new_id) LIMIT 1", (table,))
+            if missing:
+                raise PostCheckError(f"the hop {missing[0][0]} -> {missing[0][1]} does not resolve to a {table} row")
+
+
+def _json_tokens(text: str) -> Iterable[str]:
+    try:
+        return list(_strings(json.loads(text)))
+    except ValueError:
+        return LEGACY_SHAPED.findall(text)
+
+
+def _strings(node: Any) -> Iterator[str]:
+    """Every string value and key of a JSON document that is shaped like a legacy ID."""
+    if isinstance(node, str):
+        if LEGACY_SHAPED.fullmatch(node):
+            yield node
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if LEGACY_SHAPED.fullmatch(key):
+                yield key
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _strings(item)
+
+
+def _rewrite(node: Any, mapping: dict[str, str]) -> Any:
+    if isinstance(node, str):
+        return mapping.get(node, node)
+    if isinstance(node, dict):
+        return {mapping.get(key, key): _rewrite(value, mapping) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_rewrite(item, mapping) for item in node]
+    return node
+
+
+def _close(rows: Iterator[Any]) -> None:
+    close = getattr(rows, "close", None)
+    if close is not None:
+        close()
+
+
+def run_cutover(url: str, options: CutoverOptions | None = None, progress: Progress | None = None) -> CutoverReport:
+    """Cut the database at ``url`` over to canonical IDs (see the module's steps); the report says what
+    changed.  Raises a :class:`~agentfy.cutover.errors.CutoverError` after rolling back on any failure."""
+    options = options or CutoverOptions()
+    if not options.dry_run and options.backup is None:
+        raise CutoverError("a backup path is required: the cutover backs up the starting state before it writes")
+    progress = progress or NullProgress()
+    engine = open_engine(url, options.lock_timeout_seconds)
+    run = _Run(engine, options, progress)
+    scratch: tempfile.TemporaryDirectory[str] | None = None
+    try:
+        run.lock()
+        run.plan()
+        if run.report.changed_identities == 0:
+            engine.rollback()
+            return run.report
+        run.scan()
+        backup_path = options.backup
+        if backup_path is None:
+            scratch = tempfile.TemporaryDirectory(prefix="agentfy-cutover-dry-run-")
+            backup_path = Path(scratch.name) / "backup"
+        run.backup(Path(backup_path))
+        run.credentials()
+        run.json_documents()
+        run.ids()
+        run.revoke()
+        run.hops()
+        run.check()
+        with run.step("commit", "rolling back (dry run)" if options.dry_run else "committing", 1):
+            if options.dry_run:
+                engine.rollback()
+            else:
+                engine.commit()
+            progress.advance(1)
+        if scratch is not None:
+            run.report.backup = None
+        return run.report
+    except BaseException:
+        engine.rollback()
+        raise
+    finally:
+        engine.close()
+        if scratch is not None:
+            scratch.cleanup()
