@@ -20,7 +20,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from agentfy.cutover.detect import LegacyDatabaseError
 from agentfy.events.outbox import dead_letters, requeue_dead_letter
+from agentfy.gateway.bootstrap import refuse_a_legacy_database
 from agentfy.ids import (
     ID_ENTITIES,
     PRODUCTS,
@@ -182,11 +184,16 @@ def db_upgrade(database_url: DatabaseUrlOption = None) -> None:
     try:
         before = current_revision(db)
         upgrade(db)
-        with db.transaction() as tx:
-            platform, created = ensure_platform_organization(tx)
         after = current_revision(db)
         moved = "already at" if before == after else f"{before or 'empty'} ->"
         out.print(f"{db.display_url}: {moved} revision {after}", highlight=False, soft_wrap=True)
+        try:
+            refuse_a_legacy_database(db)
+        except LegacyDatabaseError as error:
+            out.print(f"note: {error}", highlight=False, soft_wrap=True)
+            return
+        with db.transaction() as tx:
+            platform, created = ensure_platform_organization(tx)
         out.print(f"platform organization {platform.id} ({'created' if created else 'present'})",
                   highlight=False, soft_wrap=True)
     finally:

@@ -52,3 +52,33 @@ def test_the_other_agentfy_legacy_format_stays_and_is_not_counted(db_url: str) -
         assert legacy_identities(db) == {}
     finally:
         db.dispose()
+
+
+def test_upgrade_on_a_legacy_database_migrates_and_points_at_the_cutover(db_url: str) -> None:
+    db = Database(db_url)
+    try:
+        _insert_org(db, "0193a5b0-7000-7000-8000-000000000001", "platform")
+        result = runner.invoke(app, ["db", "upgrade", "--database-url", db_url])
+        assert result.exit_code == 0, result.output
+        assert "revision" in result.stdout and "agentfy cutover run" in result.stdout
+        assert count(db, "organizations") == 1  # no second platform organization next to the legacy one
+    finally:
+        db.dispose()
+
+
+def test_the_gateway_refuses_to_start_on_a_legacy_database(db_url: str) -> None:
+    from agentfy.cutover.detect import LegacyDatabaseError  # noqa: PLC0415
+    from agentfy.gateway.bootstrap import prepare  # noqa: PLC0415
+
+    db = Database(db_url)
+    try:
+        _insert_org(db, "organization-calm-rivers-k8m4p2d7n9x3", "platform")
+        try:
+            prepare(db)
+        except LegacyDatabaseError as error:
+            assert "organizations: 1" in str(error) and "agentfy cutover run" in str(error)
+        else:
+            raise AssertionError("prepare() started on a legacy database")
+        assert count(db, "organizations") == 1 and count(db, "api_keys") == 0
+    finally:
+        db.dispose()

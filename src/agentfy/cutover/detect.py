@@ -12,9 +12,22 @@ import sqlalchemy as sa
 
 from agentfy.ids import AGENTFY_WORDS_LEGACY, is_canonical_id
 from agentfy.store.db import Database
+from agentfy.store.errors import StoreError
 from agentfy.store.schema import metadata
 
 PAGE: int = 5000
+
+
+class LegacyDatabaseError(StoreError):
+    """The database still holds legacy IDs: the platform cannot start (or be seeded) before the cutover."""
+
+    code = "legacy_ids"
+
+    def __init__(self, found: dict[str, int]) -> None:
+        summary = ", ".join(f"{table}: {count}" for table, count in sorted(found.items()))
+        super().__init__(f"the database still holds legacy IDs ({summary}); run `agentfy cutover run` first (see "
+                         "docs/cutover.md): it creates the platform organization from the legacy one")
+        self.found = found
 
 
 def _needs_cutover(value: str, prefix: str) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from agentfy.cutover.detect import LegacyDatabaseError, legacy_identities
 from agentfy.identity import Scope
 from agentfy.store.db import Database
 from agentfy.store.migrate import upgrade
@@ -34,6 +35,7 @@ class Bootstrap:
 def prepare(db: Database) -> Bootstrap:
     """Bring the database to the newest schema and make sure the platform can be administered."""
     upgrade(db)
+    refuse_a_legacy_database(db)
     with db.transaction() as tx:
         platform, created = orgs.ensure_platform_organization(tx)
         scope = Scope(platform.id)
@@ -47,6 +49,18 @@ def prepare(db: Database) -> Bootstrap:
             new_key = api_keys.create_api_key(tx, scope, name="platform admin", role="owner",
                                               platform_admin=True).key
     return Bootstrap(platform.id, created, new_key)
+
+
+def refuse_a_legacy_database(db: Database) -> None:
+    """:class:`LegacyDatabaseError` if the platform organization is missing because the database still holds
+    legacy IDs (creating it would collide with the legacy one).  Costs one primary-key lookup on a database
+    that has its platform organization."""
+    with db.transaction(write=False) as tx:
+        if orgs.platform_organization_exists(tx):
+            return
+    found = legacy_identities(db)
+    if found:
+        raise LegacyDatabaseError(found)
 
 
 def signing_secret(db: Database) -> bytes:
