@@ -67,8 +67,8 @@ def test_upgrade_on_a_legacy_database_migrates_and_points_at_the_cutover(db_url:
 
 
 def test_the_gateway_refuses_to_start_on_a_legacy_database(db_url: str) -> None:
-    from agentfy.cutover.detect import LegacyDatabaseError  # noqa: PLC0415
-    from agentfy.gateway.bootstrap import prepare  # noqa: PLC0415
+    from agentfy.cutover.detect import LegacyDatabaseError
+    from agentfy.gateway.bootstrap import prepare
 
     db = Database(db_url)
     try:

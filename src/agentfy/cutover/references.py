@@ -175,9 +175,14 @@ def discover(catalog_foreign_keys: Iterable[tuple[str, str, str, str]]) -> Refer
         for table in metadata.sorted_tables if table.name not in HISTORICAL_TABLES
         for column in table.columns
         if _is_text(column) and (table.name, column.name) not in rewritten
-        and (table.name, column.name) not in OPAQUE_COLUMNS
+        and (table.name, column.name) not in OPAQUE_COLUMNS and not _is_timestamp(column)
     )
     return References(id_columns, json_columns, scanned)
+
+
+def _is_timestamp(column: sa.Column[object]) -> bool:
+    """The schema's convention: ``*_at`` columns are ISO-8601 UTC text, which cannot hold an ID."""
+    return column.name.endswith("_at")
 
 
 def _column(table: str, column: str) -> sa.Column[object]:
