@@ -26,6 +26,7 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -113,6 +114,10 @@ class CutoverEngine(ABC):
         """Begin the transaction and make this the only writer, or :class:`CutoverRefusedError`."""
 
     @abstractmethod
+    def table_names(self) -> set[str]:
+        """The tables of the schema the cutover works in."""
+
+    @abstractmethod
     def foreign_keys(self) -> list[tuple[str, str, str, str]]:
         """The catalog's foreign keys: ``(table, column, referred table, referred column)``."""
 
@@ -174,6 +179,23 @@ def _partial(path: Path) -> Path:
     return path.with_name(path.name + ".partial")
 
 
+def scratch_database_prefix(database: str) -> str:
+    """The name prefix of the scratch databases a PostgreSQL restore check of ``database`` creates."""
+    return f"agentfy_cutover_check_{hashlib.sha256(database.encode()).hexdigest()[:10]}_"
+
+
+def scratch_directory_prefix(backup: Path) -> str:
+    """The name prefix of the scratch directories (beside the backup) a SQLite restore check creates."""
+    return f".{backup.name}.restore-check-"
+
+
+def _check_backup_directory(path: Path) -> None:
+    if not path.parent.is_dir():
+        raise BackupError(f"cannot write the backup {path}: the directory {path.parent} does not exist")
+    if path.is_dir():
+        raise BackupError(f"cannot write the backup {path}: it is a directory")
+
+
 # -- SQLite ---------------------------------------------------------------------------------------------------
 class SqliteEngine(CutoverEngine):
     dialect = "sqlite"
@@ -184,23 +206,35 @@ class SqliteEngine(CutoverEngine):
         self.path = Path(path)
         self.connection = sqlite3.connect(path, isolation_level=None, timeout=timeout_seconds,
                                           check_same_thread=False)
-        self.connection.execute(f"PRAGMA busy_timeout = {int(timeout_seconds * 1000)}")
-        # Off for this connection only (it cannot change inside a transaction): rows are checked all at once
-        # before COMMIT instead of one UPDATE at a time.
-        self.connection.execute("PRAGMA foreign_keys = OFF")
-        self.connection.execute("PRAGMA cache_size = -131072")  # 128 MiB of pages, not Python objects
-        self.connection.execute("PRAGMA temp_store = FILE")
+        try:
+            self.connection.execute(f"PRAGMA busy_timeout = {int(timeout_seconds * 1000)}")
+            # Off for this connection only (it cannot change inside a transaction): rows are checked all at
+            # once before COMMIT instead of one UPDATE at a time.
+            self.connection.execute("PRAGMA foreign_keys = OFF")
+            self.connection.execute("PRAGMA cache_size = -131072")  # 128 MiB of pages, not Python objects
+            self.connection.execute("PRAGMA temp_store = FILE")
+            self.connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError as error:
+            self.connection.close()
+            raise CutoverRefusedError(f"{path} is not a usable SQLite database: {error}") from None
 
     def lock(self, timeout_seconds: float) -> None:
         try:
-            mode = self.connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            # Asked, not set: setting it would change the file even in a dry run.  Every database agentfy
+            # has opened is in WAL already (agentfy.store.db.create_engine).
+            mode = self.connection.execute("PRAGMA journal_mode").fetchone()[0]
             if mode != "wal":
-                raise CutoverRefusedError(f"{self.path} is in journal mode {mode!r}; the cutover needs WAL")
+                raise CutoverRefusedError(
+                    f"{self.path} is in journal mode {mode!r}; the cutover needs WAL (its backup reads while the "
+                    "cutover holds the write lock): run `agentfy db upgrade`, which sets it, then try again")
             self.connection.execute("BEGIN EXCLUSIVE")
-        except sqlite3.OperationalError as error:
+        except sqlite3.DatabaseError as error:
             raise CutoverRefusedError(
                 f"{self.path} is locked by another writer or another cutover (waited {timeout_seconds:g} s: "
                 f"{error}); stop the server and workers, then run the cutover again") from None
+
+    def table_names(self) -> set[str]:
+        return {str(name) for (name,) in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
     def foreign_keys(self) -> list[tuple[str, str, str, str]]:
         return [(str(t), str(c), str(rt), str(rc)) for t, c, rt, rc in self.query(
@@ -252,23 +286,24 @@ class SqliteEngine(CutoverEngine):
         return self._checksums(self.connection, tables)
 
     def backup(self, path: Path, progress: CopyProgress) -> None:
+        _check_backup_directory(path)
         partial = _partial(path)
         partial.unlink(missing_ok=True)
-        source = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
-        target = sqlite3.connect(partial)
         try:
-            source.backup(target, pages=4096,
-                          progress=lambda _status, remaining, total: progress(total - remaining, total))
-            target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file, no -wal beside it
+            with contextlib.closing(sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)) as source, \
+                    contextlib.closing(sqlite3.connect(partial)) as target:
+                source.backup(target, pages=4096,
+                              progress=lambda _status, remaining, total: progress(total - remaining, total))
+                target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file, no -wal beside it
         except sqlite3.Error as error:
             raise BackupError(f"the backup to {path} failed: {error}") from None
-        finally:
-            target.close()
-            source.close()
         partial.replace(path)
 
     def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
-        with tempfile.TemporaryDirectory(prefix="agentfy-cutover-check-", dir=path.parent) as scratch_dir:
+        prefix = scratch_directory_prefix(path)
+        for stale in path.parent.glob(prefix + "*"):  # left by a run that was killed during its check
+            shutil.rmtree(stale, ignore_errors=True)
+        with tempfile.TemporaryDirectory(prefix=prefix, dir=path.parent) as scratch_dir:
             scratch_path = Path(scratch_dir) / "restored.db"
             try:
                 source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -324,10 +359,15 @@ class PostgresEngine(CutoverEngine):
         if not self.scalar("SELECT pg_try_advisory_xact_lock(?)", (MAINTENANCE_LOCK_KEY,)):
             raise CutoverRefusedError("the maintenance lock is held: another cutover or maintenance job is running "
                                       "on this database; wait for it to finish")
-        others = self.query(
-            "SELECT pid, coalesce(application_name, ''), coalesce(state, ''), coalesce(host(client_addr), 'local') "
-            "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
-            "AND backend_type = 'client backend' ORDER BY pid")
+        deadline = time.monotonic() + timeout_seconds
+        while True:  # a session that has just closed lingers in pg_stat_activity for a moment
+            others = self.query(
+                "SELECT pid, coalesce(application_name, ''), coalesce(state, ''), "
+                "coalesce(host(client_addr), 'local') FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND backend_type = 'client backend' ORDER BY pid")
+            if not others or time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
         if others:
             listed = "; ".join(f"pid {pid} {app or '(no application name)'} {state} from {addr}"
                                for pid, app, state, addr in others[:5])
@@ -342,6 +382,10 @@ class PostgresEngine(CutoverEngine):
             raise CutoverRefusedError(f"the tables are locked by another transaction (waited {timeout_seconds:g} s); "
                                       "stop the writers, then run the cutover again") from None
         self._snapshot = str(self.scalar("SELECT pg_export_snapshot()"))
+
+    def table_names(self) -> set[str]:
+        return {str(name) for (name,) in self.query(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
 
     def foreign_keys(self) -> list[tuple[str, str, str, str]]:
         return [(str(t), str(c), str(rt), str(rc)) for t, c, rt, rc in self.query(
@@ -427,6 +471,7 @@ class PostgresEngine(CutoverEngine):
             raise BackupError(f"{what} failed ({command[0]} exit {done.returncode}): {done.stderr.strip()[-2000:]}")
 
     def backup(self, path: Path, progress: CopyProgress) -> None:
+        _check_backup_directory(path)
         if self._snapshot is None:
             raise BackupError("no exported snapshot: lock() must run first")
         partial = _partial(path)
@@ -438,10 +483,17 @@ class PostgresEngine(CutoverEngine):
         progress(path.stat().st_size, path.stat().st_size)
 
     def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
-        scratch_name = f"agentfy_cutover_check_{os.getpid()}_{os.urandom(4).hex()}"
+        # Named after the database being cut over: a scratch copy with that prefix is ours (we hold its
+        # maintenance lock), left by a run killed during its check, and safe to drop.
+        prefix = scratch_database_prefix(str(self.url.database))
+        scratch_name = prefix + os.urandom(4).hex()
         admin_uri = self.uri
         try:
             with psycopg.connect(admin_uri, password=self.url.password, autocommit=True) as admin:
+                for (stale,) in admin.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s)",
+                                              (prefix,)).fetchall():
+                    admin.execute(pg_sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                        pg_sql.Identifier(stale)))
                 admin.execute(pg_sql.SQL("CREATE DATABASE {}").format(pg_sql.Identifier(scratch_name)))
         except psycopg.Error as error:
             raise BackupError(f"cannot create the scratch database to restore the backup into: "
@@ -471,7 +523,11 @@ class PostgresEngine(CutoverEngine):
 
 def open_engine(url: str, timeout_seconds: float) -> CutoverEngine:
     """The engine for ``url`` (``sqlite:///PATH`` or ``postgresql[+psycopg]://…``)."""
-    parsed = sa.engine.make_url(url)
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa.exc.ArgumentError:
+        raise CutoverRefusedError(f"{url!r} is not a database URL: expected sqlite:///PATH or "
+                                  "postgresql://USER@HOST/DB") from None
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         return SqliteEngine(parsed.database or "", timeout_seconds)

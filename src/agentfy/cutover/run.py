@@ -43,6 +43,7 @@ from agentfy.cutover.engines import MAP_TABLE, CutoverEngine, keyset_pages, open
 from agentfy.cutover.errors import (
     BackupError,
     CutoverError,
+    CutoverRefusedError,
     IdConflictError,
     PostCheckError,
     UnknownReferenceError,
@@ -180,6 +181,11 @@ class _Run:
         tables = [table.name for table in metadata.sorted_tables]
         with self.step("lock", "taking the maintenance lock", len(tables)):
             self.engine.lock(self.options.lock_timeout_seconds)
+            missing = sorted(set(tables) - self.engine.table_names())
+            if missing:
+                raise CutoverRefusedError(f"the database has no table {', '.join(missing[:3])}"
+                                          f"{' …' if len(missing) > 3 else ''}: it is not migrated; run "
+                                          "`agentfy db upgrade` first")
             for table in tables:
                 self.report.row_counts[table] = self.engine.count(table)
                 self.progress.advance(1)
