@@ -87,20 +87,20 @@ def test_the_catalog_agrees_with_the_schema(db_url: str) -> None:
 
 # -- translate -----------------------------------------------------------------------------------------------
 def test_the_platform_uuid_becomes_the_platform_id() -> None:
-    assert translate(PLATFORM_LEGACY_UUID, "organizations") == (PLATFORM_ORG_ID, False)
+    assert translate(PLATFORM_LEGACY_UUID, "organizations") == (PLATFORM_ORG_ID, "fixed")
     # In any other table the same UUID is an ordinary legacy ID.
-    new_id, minted = translate(PLATFORM_LEGACY_UUID, "agents") or ("", False)
-    assert minted and is_canonical_id(new_id, "agent")
+    new_id, how = translate(PLATFORM_LEGACY_UUID, "agents") or ("", "")
+    assert how == "minted" and is_canonical_id(new_id, "agent")
 
 
 @given(st.uuids(), st.sampled_from(sorted(ENTITY_TABLES)))
 def test_a_uuid_gets_a_freshly_minted_id_of_its_table(value: uuid.UUID, table: str) -> None:
     decision = translate(str(value), table)
     assert decision is not None
-    new_id, minted = decision
+    new_id, how = decision
     if table == "organizations" and str(value) == PLATFORM_LEGACY_UUID:
         return
-    assert minted and is_canonical_id(new_id, ENTITY_TABLES[table])
+    assert how == "minted" and is_canonical_id(new_id, ENTITY_TABLES[table])
 
 
 @given(st.sampled_from(sorted(RETIRED_PREFIX)))
@@ -108,7 +108,7 @@ def test_a_retired_prefix_keeps_its_tail(prefix: str) -> None:
     table = next(t for t, p in ENTITY_TABLES.items() if p == prefix)
     canonical = format_id(prefix)
     legacy = RETIRED_PREFIX[prefix] + canonical[len(prefix):]
-    assert translate(legacy, table) == (canonical, False)
+    assert translate(legacy, table) == (canonical, "renamed")
     assert LEGACY_SHAPED.fullmatch(legacy)
 
 

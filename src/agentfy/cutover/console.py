@@ -82,7 +82,8 @@ def print_report(report: CutoverReport, console: Console) -> None:
     console.print(table)
     identities = ", ".join(f"{name} {count:,}" for name, count in sorted(report.identities.items()))
     console.print(f"identities: {identities}", highlight=False, soft_wrap=True)
-    console.print(f"{report.minted:,} minted from UUIDs, {report.renamed:,} renamed (tail kept); "
+    fixed = " (and the platform organization's fixed ID)" if report.fixed else ""
+    console.print(f"{report.minted:,} minted from UUIDs{fixed}, {report.renamed:,} renamed (tail kept); "
                   f"{report.credentials:,} credentials encrypted again; signing epoch -> {report.signing_epoch}",
                   highlight=False)
     if report.dry_run:

@@ -123,11 +123,20 @@ class CutoverEngine(ABC):
 
     @abstractmethod
     def create_map(self) -> None:
-        """The temporary mapping table ``(old_id, new_id, entity, tbl, minted)``, gone at the end."""
+        """The temporary mapping table ``(old_id, new_id, entity, tbl, how)``, gone at the end."""
 
     @abstractmethod
-    def load_map(self, rows: Sequence[tuple[str, str, str, str, bool]]) -> None:
+    def load_map(self, rows: Sequence[tuple[str, str, str, str, str]]) -> None:
         """Append rows to the mapping table."""
+
+    def mapped_tables(self, old_ids: Sequence[str]) -> dict[str, str]:
+        """Old ID -> its table, for those of ``old_ids`` already in the mapping table."""
+        found: dict[str, str] = {}
+        for start in range(0, len(old_ids), _SQLITE_IN_CHUNK):
+            chunk = old_ids[start:start + _SQLITE_IN_CHUNK]
+            found.update((str(old), str(table)) for old, table in self.query(
+                f"SELECT old_id, tbl FROM {MAP_TABLE} WHERE old_id IN ({', '.join('?' * len(chunk))})", chunk))
+        return found
 
     def analyze_map(self) -> None:  # noqa: B027 - only PostgreSQL's planner needs it
         """Tell the planner how big the mapping table is."""
@@ -243,9 +252,9 @@ class SqliteEngine(CutoverEngine):
 
     def create_map(self) -> None:
         self.execute(f"CREATE TEMP TABLE {MAP_TABLE} (old_id TEXT PRIMARY KEY, new_id TEXT NOT NULL, "
-                     "entity TEXT NOT NULL, tbl TEXT NOT NULL, minted INTEGER NOT NULL) WITHOUT ROWID")
+                     "entity TEXT NOT NULL, tbl TEXT NOT NULL, how TEXT NOT NULL) WITHOUT ROWID")
 
-    def load_map(self, rows: Sequence[tuple[str, str, str, str, bool]]) -> None:
+    def load_map(self, rows: Sequence[tuple[str, str, str, str, str]]) -> None:
         self.executemany(f"INSERT INTO {MAP_TABLE} VALUES (?, ?, ?, ?, ?)", rows)
 
     def lookup(self, values: Iterable[str]) -> dict[str, str]:
@@ -398,12 +407,12 @@ class PostgresEngine(CutoverEngine):
 
     def create_map(self) -> None:
         self.execute(f"CREATE TEMP TABLE {MAP_TABLE} (old_id text PRIMARY KEY, new_id text NOT NULL, "
-                     "entity text NOT NULL, tbl text NOT NULL, minted boolean NOT NULL) ON COMMIT DROP")
+                     "entity text NOT NULL, tbl text NOT NULL, how text NOT NULL) ON COMMIT DROP")
 
-    def load_map(self, rows: Sequence[tuple[str, str, str, str, bool]]) -> None:
+    def load_map(self, rows: Sequence[tuple[str, str, str, str, str]]) -> None:
         cursor = self.connection.cursor()
         try:
-            with cursor.copy(f"COPY {MAP_TABLE} (old_id, new_id, entity, tbl, minted) FROM STDIN") as copy:
+            with cursor.copy(f"COPY {MAP_TABLE} (old_id, new_id, entity, tbl, how) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
         finally:
@@ -423,6 +432,10 @@ class PostgresEngine(CutoverEngine):
     def lookup(self, values: Iterable[str]) -> dict[str, str]:
         return {str(old): str(new) for old, new in self.query(
             f"SELECT old_id, new_id FROM {MAP_TABLE} WHERE old_id = ANY(?)", (list(dict.fromkeys(values)),))}
+
+    def mapped_tables(self, old_ids: Sequence[str]) -> dict[str, str]:
+        return {str(old): str(table) for old, table in self.query(
+            f"SELECT old_id, tbl FROM {MAP_TABLE} WHERE old_id = ANY(?)", (list(old_ids),))}
 
     def legacy_filter(self, column: str) -> tuple[str, tuple[str, ...]]:
         return f"{column} ~ ?", (LEGACY_SHAPED_PG,)

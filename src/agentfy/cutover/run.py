@@ -32,7 +32,7 @@ import json
 import secrets
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -63,6 +63,9 @@ PLATFORM_LEGACY_UUID: Final = "0193a5b0-7000-7000-8000-000000000001"
 #: The retired prefix of each current prefix that had one (``org`` -> ``organization``, …).
 RETIRED_PREFIX: Final = {new: old for old, new in RENAMED_PREFIXES.items()}
 _UUID_LENGTH: Final = 36
+MINTED: Final = "minted"
+FIXED: Final = "fixed"
+RENAMED: Final = "renamed"
 #: Attempts at minting a unique ID for one identity before giving up (a collision is ~1 in 2^60).
 MAX_MINT_ATTEMPTS: Final = 8
 
@@ -114,7 +117,9 @@ class CutoverReport:
     dry_run: bool
     #: entity table -> identities translated (minted from a UUID, or a retired prefix swapped)
     identities: dict[str, int] = field(default_factory=dict)
+    #: of which minted from a UUID, the platform organization's fixed ID, and retired prefixes renamed
     minted: int = 0
+    fixed: int = 0
     renamed: int = 0
     #: ``table.column`` -> rows rewritten (ID columns and JSON documents alike)
     changes: dict[str, int] = field(default_factory=dict)
@@ -136,19 +141,21 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
-def translate(value: str, table: str, random: RandomSource | None = None) -> tuple[str, bool] | None:
-    """``(new ID, minted)`` for a primary key of ``table`` that needs the cutover, ``None`` for one that stays;
-    :class:`IdConflictError` for a value that is neither (the cutover does not guess)."""
+def translate(value: str, table: str, random: RandomSource | None = None) -> tuple[str, str] | None:
+    """``(new ID, how)`` for a primary key of ``table`` that needs the cutover — ``how`` is ``"minted"`` (from a
+    UUID), ``"fixed"`` (the platform organization) or ``"renamed"`` (a retired prefix, the tail kept) — and
+    ``None`` for one that stays; :class:`IdConflictError` for a value that is neither (the cutover does not
+    guess)."""
     prefix = ENTITY_TABLES[table]
     if len(value) == _UUID_LENGTH and LEGACY_SHAPED.fullmatch(value) and value[8] == "-":
         if table == "organizations" and value == PLATFORM_LEGACY_UUID:
-            return PLATFORM_ORG_ID, False
-        return format_id(prefix, random), True
+            return PLATFORM_ORG_ID, FIXED
+        return format_id(prefix, random), MINTED
     retired = RETIRED_PREFIX.get(prefix)
     if retired is not None and value.startswith(retired + "-"):
         renamed = prefix + value[len(retired):]
         if is_canonical_id(renamed, prefix):
-            return renamed, False
+            return renamed, RENAMED
     if is_canonical_id(value, prefix) or AGENTFY_WORDS_LEGACY.match(value, frozenset({prefix})):
         return None
     raise IdConflictError(f"{table}.id holds {value!r}, which is neither a canonical {prefix} ID nor a legacy ID "
@@ -200,22 +207,24 @@ class _Run:
             for table in ENTITY_TABLES:
                 entity = MODEL_BY_PREFIX[ENTITY_TABLES[table]]
                 for page in keyset_pages(engine, table, "id", "1", page_size=page_size):
-                    rows: list[tuple[str, str, str, str, bool]] = []
+                    rows: list[tuple[str, str, str, str, str]] = []
                     for value, _ in page:
                         decision = translate(str(value), table, random)
                         if decision is not None:
                             rows.append((str(value), decision[0], entity, table, decision[1]))
+                    if rows and (shared := engine.mapped_tables([row[0] for row in rows])):
+                        old_id, other = next(iter(shared.items()))
+                        raise IdConflictError(f"{old_id} is the primary key of a row in {other} and one in {table}: "
+                                              "a legacy ID must name one identity; resolve it by hand, then run "
+                                              "the cutover again")
                     engine.load_map(rows)
                     self.progress.advance(len(page))
             engine.analyze_map()
             self._resolve_collisions()
-            for table, minted, count in engine.query(
-                    f"SELECT tbl, minted, count(*) FROM {MAP_TABLE} GROUP BY tbl, minted ORDER BY tbl"):
+            for table, how, count in engine.query(
+                    f"SELECT tbl, how, count(*) FROM {MAP_TABLE} GROUP BY tbl, how ORDER BY tbl"):
                 self.report.identities[str(table)] = self.report.identities.get(str(table), 0) + int(count)
-                if minted:
-                    self.report.minted += int(count)
-                else:
-                    self.report.renamed += int(count)
+                setattr(self.report, str(how), getattr(self.report, str(how)) + int(count))
             self.credentials_to_reencrypt = int(engine.scalar(
                 f"SELECT count(*) FROM org_credentials AS c JOIN {MAP_TABLE} AS m ON m.old_id = c.org_id"))
             if self.credentials_to_reencrypt and self.options.cipher is None:
@@ -224,24 +233,29 @@ class _Run:
                                    "($AGENTFY_CREDENTIALS_KEY or --credentials-key-file)")
 
     def _resolve_collisions(self) -> None:
-        """Mint again every minted ID that equals another new ID or an existing one; a renamed ID that does
-        aborts (its tail is fixed, so there is no other choice to make)."""
+        """Mint again every minted ID that equals another new ID or an existing one; a renamed (or the
+        platform's fixed) ID that does aborts: there is no other choice to make for it."""
         engine = self.engine
         for _ in range(MAX_MINT_ATTEMPTS):
             clashes = engine.query(
-                f"SELECT old_id, tbl, minted, new_id FROM {MAP_TABLE} WHERE new_id IN "
-                f"(SELECT new_id FROM {MAP_TABLE} GROUP BY new_id HAVING count(*) > 1) ORDER BY new_id, minted")
+                f"SELECT old_id, tbl, how, new_id FROM {MAP_TABLE} WHERE new_id IN "
+                f"(SELECT new_id FROM {MAP_TABLE} GROUP BY new_id HAVING count(*) > 1) "
+                f"ORDER BY new_id, CASE WHEN how = '{MINTED}' THEN 1 ELSE 0 END, old_id")
             redo: list[tuple[str, str]] = []
-            seen: set[str] = set()
-            for old_id, table, _minted, new_id in clashes:
-                if new_id in seen:
+            first: dict[str, str] = {}
+            for old_id, table, how, new_id in clashes:
+                if new_id not in first:
+                    first[str(new_id)] = str(old_id)
+                elif how != MINTED:
+                    raise IdConflictError(f"{first[str(new_id)]} and {old_id} would both become {new_id}; resolve the "
+                                          "duplicate by hand, then run the cutover again")
+                else:
                     redo.append((str(old_id), str(table)))
-                seen.add(str(new_id))
             for table in ENTITY_TABLES:
-                for old_id, minted, new_id in engine.query(
-                        f"SELECT m.old_id, m.minted, m.new_id FROM {MAP_TABLE} AS m JOIN {quote(table)} AS t "
+                for old_id, how, new_id in engine.query(
+                        f"SELECT m.old_id, m.how, m.new_id FROM {MAP_TABLE} AS m JOIN {quote(table)} AS t "
                         "ON t.id = m.new_id WHERE m.tbl = ?", (table,)):
-                    if not minted:
+                    if how != MINTED:
                         raise IdConflictError(f"{old_id} would become {new_id}, but {table} already has {new_id}; "
                                               "resolve the duplicate by hand, then run the cutover again")
                     redo.append((str(old_id), table))
@@ -257,9 +271,10 @@ class _Run:
     def scan(self) -> None:
         assert self.references is not None
         scanned = self.references.scanned
-        with self.step("scan", "searching undeclared columns for translated IDs", len(scanned)):
+        documents = self.references.json_columns
+        with self.step("scan", "searching undeclared places for translated IDs", len(scanned) + len(documents)):
             for table, column in scanned:
-                found = self._translated_in(table, column, json_document=False)
+                found = self._translated_in(table, column, LEGACY_SHAPED.findall)
                 if found:
                     old_id, value = found
                     raise UnknownReferenceError(
@@ -267,10 +282,20 @@ class _Run:
                         "is not a known reference: declare the column in agentfy.cutover.references (or clear "
                         "the value), then run the cutover again")
                 self.progress.advance(1)
+            for document in documents:
+                found = self._translated_in(document.table, document.column, _embedded_tokens)
+                if found:
+                    old_id, value = found
+                    raise UnknownReferenceError(
+                        f"{document.name} holds {old_id}, an ID the cutover translates, inside a longer string (in "
+                        f"{value[:120]!r}); only whole string values are references: fix the document, then run "
+                        "the cutover again")
+                self.progress.advance(1)
             self.dangling_before = self._dangling_soft_references()
 
-    def _translated_in(self, table: str, column: str, *, json_document: bool) -> tuple[str, str] | None:
-        """The first ``(translated old ID, value)`` found in ``table.column``, or ``None``."""
+    def _translated_in(self, table: str, column: str,
+                       tokens_of: Callable[[str], Iterable[str]]) -> tuple[str, str] | None:
+        """The first ``(translated old ID, value)`` among the ``tokens_of`` each value of ``table.column``."""
         condition, params = self.engine.legacy_filter(quote(column))
         batch: dict[str, str] = {}
 
@@ -285,8 +310,7 @@ class _Run:
         rows = self.engine.stream(f"SELECT DISTINCT {quote(column)} FROM {quote(table)} WHERE {condition}", params)
         for (value,) in rows:
             text = str(value)
-            tokens = _json_tokens(text) if json_document else LEGACY_SHAPED.findall(text)
-            for token in tokens:
+            for token in tokens_of(text):
                 batch.setdefault(token, text)
             if len(batch) >= self.options.page_size:
                 hit = check()
@@ -455,7 +479,7 @@ class _Run:
                     raise PostCheckError(f"{left} translated ID(s) left in {column.name}")
                 self.progress.advance(1)
             for json_column in references.json_columns:
-                found = self._translated_in(json_column.table, json_column.column, json_document=True)
+                found = self._translated_in(json_column.table, json_column.column, _json_tokens)
                 if found:
                     raise PostCheckError(f"{found[0]} left in {json_column.name}")
                 self.progress.advance(1)
@@ -504,6 +528,15 @@ def _json_tokens(text: str) -> Iterable[str]:
         return list(_strings(json.loads(text)))
     except ValueError:
         return LEGACY_SHAPED.findall(text)
+
+
+def _embedded_tokens(text: str) -> Iterable[str]:
+    """Legacy-shaped IDs in a JSON document that are not whole string values or keys (a quotation, a link)."""
+    try:
+        whole = set(_strings(json.loads(text)))
+    except ValueError:
+        return ()  # not JSON: the json step refuses it if it holds a translated ID
+    return [token for token in LEGACY_SHAPED.findall(text) if token not in whole]
 
 
 def _strings(node: Any) -> Iterator[str]:
