@@ -59,7 +59,7 @@ OLD_PREFIXES: Final[Mapping[str, str]] = {new: old for old, new in RENAMED_PREFI
 LEGACY_SIGNING_EPOCH: Final = "3"
 #: Entity tables -> the canonical prefix of their primary key (the manifest's identity keys).
 ENTITY_TABLES: Final[Mapping[str, str]] = {
-    table.name: str(table.c.id.info["id_prefix"])
+    str(table.name): str(table.c.id.info["id_prefix"])
     for table in metadata.sorted_tables
     if "id" in table.c and table.c.id.info.get("id_prefix")
 }

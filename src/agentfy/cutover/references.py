@@ -25,7 +25,7 @@ from agentfy.store.schema import metadata
 
 #: Entity tables -> the canonical prefix of their primary key ``id``.
 ENTITY_TABLES: Final[Mapping[str, str]] = {
-    table.name: str(table.c.id.info["id_prefix"])
+    str(table.name): str(table.c.id.info["id_prefix"])
     for table in metadata.sorted_tables
     if "id" in table.c and table.c.id.info.get("id_prefix")
 }

@@ -236,6 +236,7 @@ class _Run:
         """Mint again every minted ID that equals another new ID or an existing one; a renamed (or the
         platform's fixed) ID that does aborts: there is no other choice to make for it."""
         engine = self.engine
+        engine.execute(f"CREATE INDEX {MAP_TABLE}_new_id ON {MAP_TABLE} (new_id)")
         for _ in range(MAX_MINT_ATTEMPTS):
             clashes = engine.query(
                 f"SELECT old_id, tbl, how, new_id FROM {MAP_TABLE} WHERE new_id IN "
@@ -252,9 +253,9 @@ class _Run:
                 else:
                     redo.append((str(old_id), str(table)))
             for table in ENTITY_TABLES:
-                for old_id, how, new_id in engine.query(
-                        f"SELECT m.old_id, m.how, m.new_id FROM {MAP_TABLE} AS m JOIN {quote(table)} AS t "
-                        "ON t.id = m.new_id WHERE m.tbl = ?", (table,)):
+                for old_id, how, new_id in engine.query(  # driven by the table, probing the new_id index
+                        f"SELECT m.old_id, m.how, m.new_id FROM {quote(table)} AS t JOIN {MAP_TABLE} AS m "
+                        "ON m.new_id = t.id WHERE m.tbl = ?", (table,)):
                     if how != MINTED:
                         raise IdConflictError(f"{old_id} would become {new_id}, but {table} already has {new_id}; "
                                               "resolve the duplicate by hand, then run the cutover again")
@@ -515,12 +516,12 @@ class _Run:
             "AND h.new_id = m.new_id WHERE h.old_id IS NULL"))
         if unrecorded:
             raise PostCheckError(f"{unrecorded} changed identities have no recorded hop")
-        for table in ENTITY_TABLES:
-            missing = self.engine.query(
-                f"SELECT m.old_id, m.new_id FROM {MAP_TABLE} AS m WHERE m.tbl = ? AND NOT EXISTS "
-                f"(SELECT 1 FROM {quote(table)} AS t WHERE t.id = m.new_id) LIMIT 1", (table,))
-            if missing:
-                raise PostCheckError(f"the hop {missing[0][0]} -> {missing[0][1]} does not resolve to a {table} row")
+        for table, expected in self.report.identities.items():
+            resolved = int(self.engine.scalar(  # driven by the table, probing the new_id index
+                f"SELECT count(*) FROM {quote(table)} AS t JOIN {MAP_TABLE} AS m ON m.new_id = t.id WHERE m.tbl = ?",
+                (table,)))
+            if resolved != expected:
+                raise PostCheckError(f"{expected - resolved} hop(s) of {table} do not resolve to a {table} row")
 
 
 def _json_tokens(text: str) -> Iterable[str]:
