@@ -421,9 +421,8 @@ class _Run:
                 if rewritten != document:
                     compact = '": ' not in text and '", ' not in text
                     separators = (",", ":") if compact else (", ", ": ")
-                    updates.append((json.dumps(rewritten, ensure_ascii=False, separators=separators), key))
-            self.engine.executemany(
-                f"UPDATE {quote(column.table)} SET {quote(column.column)} = ? WHERE {quote(column.key)} = ?", updates)
+                    updates.append((key, json.dumps(rewritten, ensure_ascii=False, separators=separators)))
+            self.engine.update_by_key(column.table, column.key, column.column, updates)
             changed += len(updates)
         return changed
 
@@ -473,12 +472,16 @@ class _Run:
         with self.step("check", "checking before COMMIT", total):
             engine.check_foreign_keys()
             self.progress.advance(1)
+            by_table: dict[str, list[str]] = {}
             for column in references.id_columns:
-                left = int(engine.scalar(f"SELECT count(*) FROM {quote(column.table)} AS t JOIN {MAP_TABLE} AS m "
-                                         f"ON t.{quote(column.column)} = m.old_id"))
+                by_table.setdefault(column.table, []).append(column.column)
+            for table, names in by_table.items():  # one pass per table, probing the mapping's key
+                values = ", ".join(f"t.{quote(name)}" for name in names)
+                left = engine.query(f"SELECT {values} FROM {quote(table)} AS t WHERE EXISTS (SELECT 1 FROM {MAP_TABLE} "
+                                    f"AS m WHERE m.old_id IN ({values})) LIMIT 1")
                 if left:
-                    raise PostCheckError(f"{left} translated ID(s) left in {column.name}")
-                self.progress.advance(1)
+                    raise PostCheckError(f"a translated ID is left in {table} ({', '.join(names)}): {left[0]}")
+                self.progress.advance(len(names))
             for json_column in references.json_columns:
                 found = self._translated_in(json_column.table, json_column.column, _json_tokens)
                 if found:
