@@ -472,16 +472,7 @@ class _Run:
         with self.step("check", "checking before COMMIT", total):
             engine.check_foreign_keys()
             self.progress.advance(1)
-            by_table: dict[str, list[str]] = {}
-            for column in references.id_columns:
-                by_table.setdefault(column.table, []).append(column.column)
-            for table, names in by_table.items():  # one pass per table, probing the mapping's key
-                values = ", ".join(f"t.{quote(name)}" for name in names)
-                left = engine.query(f"SELECT {values} FROM {quote(table)} AS t WHERE EXISTS (SELECT 1 FROM {MAP_TABLE} "
-                                    f"AS m WHERE m.old_id IN ({values})) LIMIT 1")
-                if left:
-                    raise PostCheckError(f"a translated ID is left in {table} ({', '.join(names)}): {left[0]}")
-                self.progress.advance(len(names))
+            self._check_nothing_left(references)
             for json_column in references.json_columns:
                 found = self._translated_in(json_column.table, json_column.column, _json_tokens)
                 if found:
@@ -501,6 +492,31 @@ class _Run:
             self._check_credentials()
             self._check_hops()
             self.progress.advance(3)
+
+    def _check_nothing_left(self, references: References) -> None:
+        """No ID column holds a translated ID.  PostgreSQL: one pass per table probing the mapping's key (a
+        join per column hashed the whole mapping table each time: 134 s at 40k organizations); SQLite: one
+        join per column, which its planner runs faster than the per-table probe (121 s against 181 s at
+        100k organizations)."""
+        engine = self.engine
+        if engine.dialect == "sqlite":
+            for column in references.id_columns:
+                left = int(engine.scalar(f"SELECT count(*) FROM {quote(column.table)} AS t JOIN {MAP_TABLE} AS m "
+                                         f"ON t.{quote(column.column)} = m.old_id"))
+                if left:
+                    raise PostCheckError(f"{left} translated ID(s) left in {column.name}")
+                self.progress.advance(1)
+            return
+        by_table: dict[str, list[str]] = {}
+        for column in references.id_columns:
+            by_table.setdefault(column.table, []).append(column.column)
+        for table, names in by_table.items():
+            values = ", ".join(f"t.{quote(name)}" for name in names)
+            found = engine.query(f"SELECT {values} FROM {quote(table)} AS t WHERE EXISTS (SELECT 1 FROM {MAP_TABLE} "
+                                 f"AS m WHERE m.old_id IN ({values})) LIMIT 1")
+            if found:
+                raise PostCheckError(f"a translated ID is left in {table} ({', '.join(names)}): {found[0]}")
+            self.progress.advance(len(names))
 
     def _check_credentials(self) -> None:
         cipher = self.options.cipher
