@@ -514,7 +514,7 @@ def test_one_uuid_shared_by_two_entities_is_a_conflict(db: Database, tmp_path: P
     shared = manifest.identities["agents"][0]
     execute(db, "INSERT INTO users (id, email, display_name, created_at) "
                 "VALUES (:id, 'twin@x.example', 'Twin', 'now')", {"id": shared})
-    refused(db, tmp_path, IdConflictError, shared)
+    refused(db, tmp_path, IdConflictError, f"{shared} is the primary key of a row in agents and one in users")
 
 
 def test_a_translated_id_inside_a_longer_json_string_is_refused(db: Database, tmp_path: Path) -> None:
@@ -523,7 +523,29 @@ def test_a_translated_id_inside_a_longer_json_string_is_refused(db: Database, tm
     agent = next(a for a in manifest.identities["agents"] if len(a) == 36)
     execute(db, "UPDATE agents SET config = :config WHERE id = :id",
             {"config": json.dumps({"link": f"/v1/agents/{agent}"}), "id": agent})
-    refused(db, tmp_path, UnknownReferenceError, "agents.config")
+    refused(db, tmp_path, UnknownReferenceError,
+            rf"agents\.config of row {agent} holds, inside a longer string, {agent}")
+
+
+def test_a_translated_id_in_a_json_column_that_is_not_json_is_refused(db: Database, tmp_path: Path) -> None:
+    manifest = generate(db)
+    agent = next(a for a in manifest.identities["agents"] if len(a) == 36)
+    execute(db, "UPDATE agents SET config = :config WHERE id = :id", {"config": f"delegate to {agent}", "id": agent})
+    refused(db, tmp_path, UnknownReferenceError, rf"agents\.config of row {agent} is not valid JSON but holds {agent}")
+
+
+def test_a_uuid_that_names_no_identity_may_sit_inside_a_longer_json_string(db: Database, tmp_path: Path) -> None:
+    """Only a *translated* ID inside a longer string is refused: an unrelated UUID in a link stays as it is."""
+    manifest = generate(db)
+    agent = next(a for a in manifest.identities["agents"] if len(a) == 36)
+    link = "/v1/traces/2f1e6a4c-9b7d-4c3e-8a5f-0d1c2b3a4e5f"
+    execute(db, "UPDATE agents SET config = :config WHERE id = :id",
+            {"config": json.dumps({"link": link, "delegate_to": agent}), "id": agent})
+    report = cutover(db, tmp_path)
+    new_agent = scalar(db, "SELECT new_id FROM id_migrations WHERE old_id = :old", {"old": agent})
+    assert json.loads(scalar(db, "SELECT config FROM agents WHERE id = :id", {"id": new_agent})) == {
+        "link": link, "delegate_to": new_agent}
+    assert report.changes["agents.config"] >= 1
 
 
 # -- colliding minted IDs ------------------------------------------------------------------------------------------
