@@ -41,9 +41,10 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.events
 
 # The ID cutover against plain UPDATE ... FROM statements on both engines: 100,000 organizations by default
-# (long: generation alone takes many minutes); `make bench-cutover ORGS=30000` for a smaller valid run.
+# (long: generation alone takes many minutes); `make bench-cutover ORGS=30000` for a smaller valid run,
+# `ENGINE=sqlite` (or postgresql) for one engine.
 bench-cutover: $(VENV)/.installed-dev
-	$(BIN)/python -m bench.cutover $(if $(ORGS),--organizations $(ORGS),)
+	$(BIN)/python -m bench.cutover $(if $(ORGS),--organizations $(ORGS),) $(if $(ENGINE),--engine $(ENGINE),)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
