@@ -139,3 +139,13 @@ def sqlite_db(sqlite_template: Path, tmp_path: Path) -> Iterator[Database]:
     database = Database(f"sqlite:///{target}")
     yield database
     database.dispose()
+
+
+@pytest.fixture
+def pg_db(pg_migrated_url: str) -> Iterator[Database]:
+    """A migrated, empty PostgreSQL database, for what only PostgreSQL has (the change feed's listening
+    connection, advisory locks, killed backends)."""
+    _truncate_all(pg_migrated_url)
+    database = Database(pg_migrated_url)
+    yield database
+    database.dispose()

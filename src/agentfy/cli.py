@@ -37,6 +37,7 @@ from agentfy.store.db import DATABASE_URL_ENV, Database
 from agentfy.store.errors import StoreError
 from agentfy.store.migrate import current_revision, head_revision, upgrade
 from agentfy.store.orphans import IdColumn, id_columns, scan
+from agentfy.store.pool import MAX_OVERFLOW_ENV, POOL_SIZE_ENV, POOL_TIMEOUT_ENV, PoolSettings
 from agentfy.store.repos.orgs import ensure_platform_organization
 
 app = typer.Typer(
@@ -65,6 +66,15 @@ cutover_app = typer.Typer(
     no_args_is_help=True)
 app.add_typer(cutover_app, name="cutover")
 
+PoolSizeOption = Annotated[int | None, typer.Option(
+    "--db-pool-size", envvar=POOL_SIZE_ENV, show_envvar=True, min=1,
+    help="Idle database connections each process keeps [default: 8].")]
+PoolOverflowOption = Annotated[int | None, typer.Option(
+    "--db-max-overflow", envvar=MAX_OVERFLOW_ENV, show_envvar=True, min=0,
+    help="More connections each process may open under load, closed when returned [default: 12].")]
+PoolTimeoutOption = Annotated[float | None, typer.Option(
+    "--db-pool-timeout", envvar=POOL_TIMEOUT_ENV, show_envvar=True, min=0.1,
+    help="Seconds a request waits for a free connection before answering 503 [default: 10].")]
 DatabaseUrlOption = Annotated[str | None, typer.Option(
     "--database-url", envvar="AGENTFY_DATABASE_URL", show_envvar=True,
     help="sqlite:///PATH or postgresql+psycopg://USER@HOST/DB (default: sqlite:///var/agentfy.db).")]
@@ -156,10 +166,25 @@ def id_explain(
     out.print(table, highlight=False)
 
 
-def _open_database(url: str | None, *, migrated: bool = True) -> Database:
+def _pool_settings(size: int | None, overflow: int | None, timeout: float | None) -> PoolSettings:
+    """The pool settings: the options (which Typer already read from the environment), else the defaults;
+    exported to the environment so every process ``serve`` starts uses the same."""
+    try:
+        defaults = PoolSettings()
+        settings = PoolSettings(size if size is not None else defaults.size,
+                                overflow if overflow is not None else defaults.overflow,
+                                timeout if timeout is not None else defaults.timeout)
+    except ValueError as error:
+        raise _fail_usage(str(error)) from None
+    os.environ[POOL_SIZE_ENV], os.environ[MAX_OVERFLOW_ENV] = str(settings.size), str(settings.overflow)
+    os.environ[POOL_TIMEOUT_ENV] = str(settings.timeout)
+    return settings
+
+
+def _open_database(url: str | None, *, migrated: bool = True, pool: PoolSettings | None = None) -> Database:
     """The database; with ``migrated``, refuse (exit 1, with what to do) one that is behind the migrations."""
     try:
-        db = Database(url)
+        db = Database(url, pool=pool)
     except ValueError as error:
         raise _fail_usage(str(error)) from None
     if migrated:
@@ -400,9 +425,13 @@ def _default_backup_path(url: sa.URL, dialect: str) -> Path:
 
 @app.command("worker")
 def worker(
+    *,
     database_url: DatabaseUrlOption = None,
     once: Annotated[bool, typer.Option("--once", help="Handle what is due now, then exit.")] = False,
     poll: Annotated[float, typer.Option(min=0.05, help="Seconds between polls when idle.")] = 0.5,
+    pool_size: PoolSizeOption = None,
+    pool_overflow: PoolOverflowOption = None,
+    pool_timeout: PoolTimeoutOption = None,
 ) -> None:
     """Run the consolidation workers (episodic, semantic, dreaming, dedup) as a separate process.
 
@@ -412,7 +441,7 @@ def worker(
     from agentfy.events.consolidation import handlers  # noqa: PLC0415 - only the worker needs them
     from agentfy.events.worker import Worker  # noqa: PLC0415
 
-    db = _open_database(database_url)
+    db = _open_database(database_url, pool=_pool_settings(pool_size, pool_overflow, pool_timeout))
     runner = Worker(db, handlers())
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -431,6 +460,7 @@ def worker(
 
 @app.command("serve")
 def serve(
+    *,
     database_url: DatabaseUrlOption = None,
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
@@ -438,9 +468,14 @@ def serve(
                                            help="Gateway processes behind the one port (PostgreSQL for more "
                                                 "than one).")] = 1,
     event_workers: Annotated[bool, typer.Option(help="Run the consolidation workers in-process.")] = True,
+    pool_size: PoolSizeOption = None,
+    pool_overflow: PoolOverflowOption = None,
+    pool_timeout: PoolTimeoutOption = None,
 ) -> None:
     """Serve the HTTP and WebSocket API: migrate, create the platform organization, print a one-time admin
-    key on the first start (or adopt $AGENTFY_ADMIN_API_KEY), run the event workers, and serve."""
+    key on the first start (or adopt $AGENTFY_ADMIN_API_KEY), run the event workers, and serve.
+
+    Any number of processes may serve one PostgreSQL database (--workers here, or more hosts): start-up takes turns under a lock, and each process hears the others' changes through the change feed."""  # noqa: E501 - one paragraph for --help
     import base64  # noqa: PLC0415 - serve-only imports
 
     import uvicorn  # noqa: PLC0415
@@ -448,7 +483,7 @@ def serve(
     from agentfy.gateway.bootstrap import SIGNING_KEY_ENV, prepare, signing_secret  # noqa: PLC0415
     from agentfy.gateway.server import RUN_WORKERS_ENV  # noqa: PLC0415
 
-    db = _open_database(database_url, migrated=False)
+    db = _open_database(database_url, migrated=False, pool=_pool_settings(pool_size, pool_overflow, pool_timeout))
     if processes > 1 and db.dialect == "sqlite":
         db.dispose()
         raise _fail_usage("--workers > 1 needs PostgreSQL: SQLite is the single-process embedded store")

@@ -12,7 +12,7 @@ from agentfy.identity import InvalidIdError, Scope
 from agentfy.identity.context import MissingTenantError, RequestContext
 from agentfy.store.db import Database
 from agentfy.store.errors import NotFoundError
-from agentfy.store.repos import agents
+from agentfy.store.repos import agents, orgs
 from tests.store.helpers import new_agent, new_tenant
 
 
@@ -154,7 +154,7 @@ def test_a_rolled_back_rename_only_costs_a_reload(db: Database, router: Router) 
     assert router.get(ctx(acme), "bot").agent.id == bot.id
 
 
-def test_entries_expire_after_the_ttl(db: Database) -> None:
+def test_entries_expire_after_the_ttl_but_the_loop_is_kept(db: Database, store_calls: list[str]) -> None:
     clock = Clock()
     router = Router(db, ttl=10, clock=clock)
     acme = new_tenant(db, "acme")
@@ -164,7 +164,84 @@ def test_entries_expire_after_the_ttl(db: Database) -> None:
     assert router.get_cached(ctx(acme), "bot") is first
     clock.now += 0.2
     assert router.get_cached(ctx(acme), "bot") is None
-    assert router.get(ctx(acme), "bot") is not first
+    assert router.get(ctx(acme), "bot") is first  # reloaded from the store, same loop (run state)
+    assert store_calls == ["bot", "bot"]
+
+
+def test_run_state_survives_expiry_rename_update_and_a_flush(db: Database) -> None:
+    clock = Clock()
+    router = Router(db, ttl=10, clock=clock)
+    acme = new_tenant(db, "acme")
+    bot = new_agent(db, acme, "bot")
+    loop = router.get(ctx(acme), "bot")
+    with loop.run():
+        clock.now += 11  # the entry expires
+        assert router.is_running(ctx(acme), "bot") is True
+        with db.transaction() as tx:
+            agents.rename_agent(tx, acme, bot.id, "helper")
+        assert router.is_running(ctx(acme), "helper") is True and router.is_running(ctx(acme), "bot") is False
+        with db.transaction() as tx:
+            agents.update_agent(tx, acme, bot.id, display_name="Helper")
+        router.clear()  # what a lost change-feed connection does
+        again = router.get(ctx(acme), bot.id)
+        assert again is loop and again.running
+        assert (again.agent.agent_key, again.agent.display_name) == ("helper", "Helper")  # the fresh record
+    assert router.is_running(ctx(acme), "helper") is False
+
+
+def test_deleting_an_organization_drops_its_agents_and_loops(db: Database, router: Router) -> None:
+    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    new_agent(db, acme, "bot")
+    new_agent(db, globex, "bot")
+    held = router.get(ctx(acme), "bot")
+    router.get(ctx(globex), "bot")
+    with db.transaction() as tx:
+        orgs.delete_organization(tx, acme.tenant_id)
+    assert router.get_cached(ctx(acme), "bot") is None and router.get_cached(ctx(globex), "bot") is not None
+    with pytest.raises(NotFoundError):
+        router.get(ctx(acme), "bot")
+    assert held.agent.tenant_id == acme.tenant_id and len(router) == 1
+
+
+@pytest.mark.parametrize("not_a_tenant", ["acme", "", "agent-calm-rivers-k8m4p2d7n9x3", "org-calm-river-k8m4p2d7n9x3"])
+def test_invalidating_with_something_that_is_not_a_tenant_id_raises(router: Router, not_a_tenant: str) -> None:
+    with pytest.raises(InvalidIdError, match="tenant_id"):
+        router.invalidate_agent(not_a_tenant, "bot")
+    with pytest.raises(InvalidIdError, match="tenant_id"):
+        router.invalidate_tenant(not_a_tenant)
+
+
+def test_a_load_that_raced_with_a_change_is_returned_but_not_cached(db: Database, router: Router,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    acme = new_tenant(db, "acme")
+    bot = new_agent(db, acme, "bot")
+    real = agents.resolve_agent
+
+    def read_then_change(tx, scope, id_or_key):  # type: ignore[no-untyped-def]
+        found = real(tx, scope, id_or_key)  # the old row, read before the rename commits
+        with db.transaction() as other:
+            agents.rename_agent(other, acme, bot.id, "helper")
+        return found
+
+    monkeypatch.setattr(agents, "resolve_agent", read_then_change)
+    assert router.get(ctx(acme), "bot").agent.agent_key == "bot"  # what the read saw
+    monkeypatch.setattr(agents, "resolve_agent", real)
+    assert router.get_cached(ctx(acme), "bot") is None  # but the stale row was never cached
+    with pytest.raises(NotFoundError):
+        router.get(ctx(acme), "bot")
+
+
+def test_nothing_is_cached_while_the_feed_cannot_tell_us_about_changes(db: Database, router: Router) -> None:
+    acme = new_tenant(db, "acme")
+    new_agent(db, acme, "bot")
+    db.changes.lost("test: the listening connection is down")
+    try:
+        router.get(ctx(acme), "bot")
+        assert router.get_cached(ctx(acme), "bot") is None
+    finally:
+        db.changes.listening("test: back")
+    router.get(ctx(acme), "bot")
+    assert router.get_cached(ctx(acme), "bot") is not None
 
 
 def test_is_running_is_tenant_scoped(db: Database, router: Router) -> None:

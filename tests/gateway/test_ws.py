@@ -57,6 +57,26 @@ class Rpc:
             assert message["id"] == expect_id, message
             return message
 
+    def wait_events(self, count: int) -> list[dict[str, Any]]:
+        """Until ``count`` events have arrived (on PostgreSQL they come from the change feed's listening
+        connection, a few milliseconds after the commit, so a response may overtake them)."""
+        while len(self.events) < count:
+            message = self.ws.receive_json()
+            assert "event" in message, message
+            self.events.append(message)
+        return self.events
+
+    def sync(self, client: TestClient, headers: dict[str, str]) -> list[dict[str, Any]]:
+        """Every event committed before now has arrived: a marker change is made and its event awaited (events
+        arrive in commit order), then dropped from :attr:`events`."""
+        self._next += 1
+        key = f"zz-marker-{self._next}"
+        assert client.post("/v1/agents", json={"agent_key": key}, headers=headers).status_code == 201
+        while not any(e["agent"]["agent_key"] == key for e in self.events if "agent" in e):
+            self.wait_events(len(self.events) + 1)
+        self.events = [e for e in self.events if "agent" not in e or e["agent"]["agent_key"] != key]
+        return self.events
+
     def result(self, method: str, params: dict[str, Any] | None = None) -> Any:
         message = self.call(method, params)
         assert "result" in message, message
@@ -357,10 +377,9 @@ def test_agent_events_reach_the_same_tenant_only(client: TestClient, acme: Tenan
         client.patch("/v1/agents/bot", json={"agent_key": "helper"}, headers=acme.headers())
         client.patch(f"/v1/agents/{bot['id']}", json={"display_name": "Helper"}, headers=acme.headers())
         client.delete("/v1/agents/helper", headers=acme.headers())
-        a.result("agents.list")  # events published before a response are delivered before it
 
         acme_agent = {"id": bot["id"], "tenant_slug": "acme"}
-        assert a.events == [
+        assert a.sync(client, acme.headers()) == [
             {"event": "agent.created", "agent": {**acme_agent, "agent_key": "bot"}},
             {"event": "agent.renamed", "agent": {**acme_agent, "agent_key": "helper", "previous_key": "bot"}},
             {"event": "agent.updated", "agent": {**acme_agent, "agent_key": "helper"}},
@@ -370,10 +389,10 @@ def test_agent_events_reach_the_same_tenant_only(client: TestClient, acme: Tenan
 
         b.result("agents.update", {"agent": "bot", "display_name": "Theirs"})
         theirs_agent = {"id": theirs["id"], "agent_key": "bot", "tenant_slug": "globex"}
-        assert b.events == [{"event": "agent.created", "agent": theirs_agent},  # created over HTTP
-                            {"event": "agent.updated", "agent": theirs_agent}]
-        a.result("agents.list")
-        assert all(e["agent"]["tenant_slug"] == "acme" for e in a.events) and len(a.events) == 5
+        assert b.sync(client, globex.headers()) == [{"event": "agent.created", "agent": theirs_agent},  # over HTTP
+                                                    {"event": "agent.updated", "agent": theirs_agent}]
+        assert all(e["agent"]["tenant_slug"] == "acme" for e in a.sync(client, acme.headers()))
+        assert len(a.events) == 5
 
 
 def test_events_are_pushed_to_an_idle_connection(client: TestClient, acme: Tenant) -> None:
@@ -392,7 +411,7 @@ def test_event_identity_is_the_display_identity(client: TestClient, acme: Tenant
         created = rpc.result("agents.create", {"agent_key": "bot"})
         rpc.result("agents.update", {"agent": created["id"], "agent_key": "bot-2"})
         rpc.result("agents.delete", {"agent": created["id"]})
-        rpc.result("agents.list")
+        rpc.wait_events(4)
     assert [e["event"] for e in rpc.events] == ["agent.created", "agent.renamed", "agent.updated", "agent.deleted"]
     for event in rpc.events:
         agent = event["agent"]
@@ -408,12 +427,15 @@ def test_no_events_before_subscribe_after_unsubscribe_or_for_a_rolled_back_chang
         with pytest.raises(RuntimeError), db.transaction() as tx:
             agents.update_agent(tx, acme.scope, created["id"], display_name="never")
             raise RuntimeError("roll back")
-        rpc.result("agents.list")
-        assert rpc.events == []
+        assert rpc.sync(client, acme.headers()) == []
         assert rpc.result("unsubscribe") == {"subscribed": False}
-        rpc.result("agents.update", {"agent": "bot", "display_name": "x"})
-        rpc.result("agents.list")
-        assert rpc.events == []
+        with connect(client, acme.headers()) as witness:
+            subscribed(witness, "acme")
+            rpc.result("agents.update", {"agent": "bot", "display_name": "x"})
+            # once a subscriber has it, the feed has delivered it to everyone subscribed at the time
+            assert [e["event"] for e in witness.sync(client, acme.headers())] == ["agent.updated"]
+        assert rpc.result("subscribe")["subscribed"] is True
+        assert rpc.sync(client, acme.headers()) == []
 
 
 def test_a_signed_context_connection_gets_events_of_its_tenant(client: TestClient, acme: Tenant) -> None:

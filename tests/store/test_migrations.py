@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
+from agentfy.gateway.bootstrap import Bootstrap, prepare
 from agentfy.store.db import Database
 from agentfy.store.errors import DanglingReferenceError, InvalidInputError
 from agentfy.store.migrate import current_revision, head_revision, is_at_head, upgrade
@@ -90,3 +93,58 @@ def test_every_table_is_in_the_migration(db: Database) -> None:
     with db.engine.connect() as connection:
         names = set(sa.inspect(connection).get_table_names())
     assert set(metadata.tables) <= names
+
+
+def _prepare_together(url: str, count: int) -> list[object]:
+    """``count`` threads run the whole start-up (migrate, platform organization, first admin key) at once."""
+    results: list[object] = []
+    start = threading.Barrier(count)
+
+    def run() -> None:
+        db = Database(url)
+        try:
+            start.wait()
+            results.append(prepare(db))
+        except Exception as error:  # collected: the assertion names it
+            results.append(error)
+        finally:
+            db.dispose()
+
+    threads = [threading.Thread(target=run) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def _check_one_start_did_the_work(results: list[object], db: Database) -> None:
+    assert all(isinstance(r, Bootstrap) for r in results), results
+    boots = [r for r in results if isinstance(r, Bootstrap)]
+    assert sum(b.new_admin_key is not None for b in boots) == 1  # exactly one start prints the first key
+    assert sum(b.created_platform_org for b in boots) == 1
+    assert current_revision(db) == head_revision(db)
+
+
+def test_starts_on_an_empty_sqlite_file_take_turns(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    results = _prepare_together(url, 3)
+    db = Database(url)
+    try:
+        _check_one_start_did_the_work(results, db)
+    finally:
+        db.dispose()
+
+
+def test_starts_on_an_empty_postgresql_database_take_turns(pg_databases: PgDatabases) -> None:
+    name = pg_databases.create()
+    try:
+        url = pg_databases.url(name)
+        results = _prepare_together(url, 3)
+        db = Database(url)
+        try:
+            _check_one_start_did_the_work(results, db)
+        finally:
+            db.dispose()
+    finally:
+        pg_databases.drop(name)

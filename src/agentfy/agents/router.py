@@ -1,33 +1,48 @@
-"""The agent router: agent loops cached under the canonical key ``{tenant_id}:{agent_key}``.
+"""The agent router: agent loops by tenant and ``agent_key`` (or ID), cached, and kept correct by the change feed.
 
-The seed's section 8 and Trap 4, as invariants:
+Invariants:
 
-1. One entry per agent, whichever form the caller used: the canonical key is computed *after* the agent is
-   resolved, and an index from ``(tenant_id, agent_id)`` to the canonical key lets callers that pass the ID
-   hit the cache too, so an ID and its key never make two entries and ID callers do not pay a store round
-   trip per call.
-2. Every operation is tenant-scoped: the tenant comes from the request context, and a context without one
-   is an error (:class:`MissingTenantError`), never a look-up by bare key.  An agent of another tenant is
-   never served from the cache (its ``(tenant, id)`` pair is not there) and the store answers "not found".
-3. Invalidation is an exact match on the whole canonical key (a dict removal): invalidating ``bot`` cannot
-   touch ``robot``, ``my-bot``, or ``bot`` of another tenant.  Renaming, updating, archiving or deleting an
-   agent through the store invalidates its entry (``agents.on_agent_changed``), at once and again after the
-   commit.  Entries also expire after a TTL, which bounds staleness from changes made by other processes.
-4. ``is_running`` is tenant-scoped: two tenants with the same key are independent.
+1. **One entry per agent**, whichever form the caller used: an entry is stored under ``(tenant_id, agent_key)``
+   and ``(tenant_id, agent_id)`` at once, *after* the agent is resolved, so an ID and its key never make two
+   entries and ID callers hit the cache too.  The canonical name of an entry is ``{tenant_id}:{agent_key}``.
+2. **Every operation is tenant-scoped**: the tenant comes from the request context, and a context without one
+   is an error (:class:`MissingTenantError`), never a look-up by bare key.  Another tenant's agent is never
+   served (its ``(tenant, id)`` pair is not there) and the store answers "not found".
+3. **Invalidation is exact** (a dict removal of the entry's own keys): invalidating ``bot`` cannot touch
+   ``robot``, ``my-bot``, or ``bot`` of another tenant.  The change feed drives it: a change made in this
+   process drops the entry at once and again after its commit; a change made by another process drops it
+   when its notification arrives; a lost feed connection flushes everything and stops caching until it is
+   back.  A load that raced with an invalidation of its tenant is returned but not cached (a per-tenant
+   generation), so an old row can never be cached after the change that made it old.  Entries also expire
+   after a TTL, a backstop only.
+4. **Run state is not cache state.**  Loops live in their own registry by ``(tenant_id, agent_id)``: dropping,
+   expiring or refreshing a cache entry — a rename, an update, a reconnect — keeps the loop (its ``running``
+   state, and the one-loop-per-agent rule).  The registry holds loops weakly: a loop stays while a cache
+   entry, a run or any caller holds it, so two loops of one agent can never exist at once, and an idle
+   agent nobody holds costs nothing.  Deleting or archiving an agent, or deleting its organization, takes
+   its loop out of the registry at once.
+5. ``is_running`` is tenant-scoped: two tenants with the same key are independent.
+
+The cache serves **reads**.  A write resolves its target in its own transaction, from the database
+(:func:`agentfy.store.repos.agents.resolve_agent`), never from here: another process may have renamed or
+deleted the agent a moment ago.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
 from agentfy.agents.loop import AgentLoop
-from agentfy.identity import AgentId, AgentKey, OrgId, Scope
+from agentfy.identity import AgentId, OrgId, Scope, parse_id
 from agentfy.identity.context import MissingTenantError, RequestContext
+from agentfy.store.changefeed import Change
 from agentfy.store.db import Database
+from agentfy.store.errors import NotFoundError
 from agentfy.store.repos import agents
 from agentfy.store.repos.agents import Agent
 
@@ -49,11 +64,14 @@ def _tenant(ctx: RequestContext, operation: str) -> OrgId:
 @dataclass(slots=True)
 class _Entry:
     loop: AgentLoop
+    tenant_id: str
+    agent_id: str
+    agent_key: str
     expires_at: float
 
 
 class Router:
-    """Agent loops by tenant and key, loaded from the store on a miss."""
+    """Agent loops by tenant and key (or ID), loaded from the store on a miss."""
 
     def __init__(self, db: Database, *, ttl: float = DEFAULT_TTL_SECONDS,
                  clock: Callable[[], float] = time.monotonic, loop_factory: LoopFactory = AgentLoop) -> None:
@@ -61,21 +79,27 @@ class Router:
         self.ttl = ttl
         self._clock = clock
         self._loop_factory = loop_factory
-        self._entries: dict[str, _Entry] = {}
-        self._by_id: dict[tuple[str, str], str] = {}
+        self._entries: dict[tuple[str, str], _Entry] = {}  # (tenant, key) and (tenant, id) -> the same entry
+        # (tenant, agent id) -> run state, held weakly (see the module docstring)
+        self._loops: weakref.WeakValueDictionary[tuple[str, str], AgentLoop] = weakref.WeakValueDictionary()
+        self._generations: dict[str, int] = {}  # per tenant, bumped by every invalidation
+        self._epoch = 0  # bumped by every flush
         self._lock = threading.Lock()
-        agents.on_agent_changed(self._on_agent_changed)
+        db.changes.on_stale(self._on_change)
+        db.changes.on_reset(self._on_reset)
 
     # -- look-ups -----------------------------------------------------------------------------------------
     def get_cached(self, ctx: RequestContext, id_or_key: str) -> AgentLoop | None:
         """The cached loop for an ID or key in the context's tenant, or ``None`` (never touches the store)."""
-        tenant_id = _tenant(ctx, "Router.get_cached")
-        key = self._by_id.get((tenant_id, id_or_key)) or canonical_key(tenant_id, id_or_key)
-        entry = self._entries.get(key)
+        tenant_id = ctx.tenant_id
+        if tenant_id is None:
+            raise MissingTenantError("Router.get_cached")
+        entry = self._entries.get((tenant_id, id_or_key))
         if entry is None:
             return None
         if entry.expires_at <= self._clock():
-            self._drop(key, entry)
+            with self._lock:
+                self._drop_keys(entry)
             return None
         return entry.loop
 
@@ -89,76 +113,114 @@ class Router:
         if loop is not None:
             return loop
         tenant_id = _tenant(ctx, "Router.get")
+        stamp = self._stamp(tenant_id)
         with self.db.transaction(write=False) as tx:
             agent = agents.resolve_agent(tx, Scope(tenant_id), id_or_key)
-        return self._store(agent)
+        return self._store(agent, stamp)
 
-    def _store(self, agent: Agent) -> AgentLoop:
-        key = canonical_key(agent.tenant_id, agent.agent_key)
+    def _stamp(self, tenant_id: str) -> tuple[int, int]:
+        return self._epoch, self._generations.get(tenant_id, 0)
+
+    def _store(self, agent: Agent, stamp: tuple[int, int]) -> AgentLoop:
+        """The agent's loop (one per agent: an existing one gets the fresher record); cached only if nothing
+        invalidated the tenant since ``stamp`` was taken before the load, and the feed is live."""
+        tenant_id, agent_id = agent.tenant_id, agent.id
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and entry.loop.agent.id == agent.id and entry.expires_at > self._clock():
-                return entry.loop  # another thread loaded it meanwhile: keep one loop per agent
-            loop = self._loop_factory(agent)
-            if entry is not None:
-                self._by_id.pop((entry.loop.agent.tenant_id, entry.loop.agent.id), None)
-            self._entries[key] = _Entry(loop, self._clock() + self.ttl)
-            self._by_id[(agent.tenant_id, agent.id)] = key
+            loop = self._loops.get((tenant_id, agent_id))
+            if loop is None:
+                loop = self._loops[(tenant_id, agent_id)] = self._loop_factory(agent)
+            elif agent.updated_at >= loop.agent.updated_at:
+                loop.agent = agent
+            if stamp != self._stamp(tenant_id) or not self.db.changes.cacheable:
+                return loop
+            current = self._entries.get((tenant_id, agent_id))
+            if current is not None:
+                self._drop_keys(current)
+            entry = _Entry(loop, tenant_id, agent_id, agent.agent_key, self._clock() + self.ttl)
+            self._entries[(tenant_id, agent.agent_key)] = entry
+            self._entries[(tenant_id, agent_id)] = entry
             return loop
 
     def is_running(self, ctx: RequestContext, agent_key: str) -> bool:
-        """Whether the agent with this key *in the context's tenant* has a run in progress."""
-        loop = self.get_cached(ctx, agent_key)
-        return loop is not None and loop.running
+        """Whether the agent with this key (or ID) *in the context's tenant* has a run in progress.  The run
+        state outlives cache entries, so an uncached agent is looked up rather than reported idle."""
+        try:
+            return self.get(ctx, agent_key).running
+        except NotFoundError:
+            return False
 
     # -- invalidation ---------------------------------------------------------------------------------------
     def invalidate_agent(self, tenant_id: str, agent_key: str) -> bool:
-        """Drop exactly the entry ``{tenant_id}:{agent_key}``; ``True`` if there was one."""
-        key = canonical_key(tenant_id, agent_key)
+        """Drop exactly the entry ``{tenant_id}:{agent_key}``; ``True`` if there was one.  ``tenant_id`` must be
+        an organization ID (anything else is a caller bug that would silently invalidate nothing)."""
+        tenant_id = parse_id(tenant_id, "org", field="tenant_id")
         with self._lock:
-            entry = self._entries.pop(key, None)
+            self._bump(tenant_id)
+            entry = self._entries.get((tenant_id, agent_key))
             if entry is None:
                 return False
-            self._by_id.pop((entry.loop.agent.tenant_id, entry.loop.agent.id), None)
+            self._drop_keys(entry)
             return True
 
     def invalidate_tenant(self, tenant_id: str) -> int:
-        """Drop every entry of one tenant (compared by the entry's tenant, not by a key prefix)."""
+        """Drop every entry *and loop* of one tenant (its organization was deleted); returns the entries
+        dropped.  ``tenant_id`` must be an organization ID."""
+        tenant_id = parse_id(tenant_id, "org", field="tenant_id")
         with self._lock:
-            doomed = [k for k, e in self._entries.items() if e.loop.agent.tenant_id == tenant_id]
-            for key in doomed:
-                entry = self._entries.pop(key)
-                self._by_id.pop((entry.loop.agent.tenant_id, entry.loop.agent.id), None)
+            self._bump(tenant_id)
+            doomed = {id(e): e for (t, _), e in self._entries.items() if t == tenant_id}
+            for entry in doomed.values():
+                self._drop_keys(entry)
+            for key in [k for k in list(self._loops.keys()) if k[0] == tenant_id]:
+                self._loops.pop(key, None)
             return len(doomed)
 
     def clear(self) -> None:
+        """Drop every cache entry (run state stays: a loop somebody holds is still the agent's loop)."""
         with self._lock:
+            self._epoch += 1
             self._entries.clear()
-            self._by_id.clear()
 
     def __len__(self) -> int:
-        return len(self._entries)
+        """The number of cached agents."""
+        return len({id(e) for e in self._entries.values()})
 
-    def _drop(self, key: str, entry: _Entry) -> None:
-        with self._lock:
+    # -- internals (call with the lock held) -----------------------------------------------------------------
+    def _bump(self, tenant_id: str) -> None:
+        self._generations[tenant_id] = self._generations.get(tenant_id, 0) + 1
+
+    def _drop_keys(self, entry: _Entry) -> None:
+        for key in ((entry.tenant_id, entry.agent_key), (entry.tenant_id, entry.agent_id)):
             if self._entries.get(key) is entry:
                 del self._entries[key]
-                self._by_id.pop((entry.loop.agent.tenant_id, entry.loop.agent.id), None)
 
-    def _on_agent_changed(self, scope: Scope, agent_id: AgentId, agent_key: AgentKey) -> None:
-        self.invalidate_agent(scope.tenant_id, agent_key)
-        with self._lock:  # the entry may sit under another key if a rename raced with a load
-            key = self._by_id.pop((scope.tenant_id, agent_id), None)
-            if key is not None:
-                self._entries.pop(key, None)
+    def _invalidate_agent_change(self, change: Change) -> None:
+        tenant_id, agent_id = change.tenant_id or "", change.id or ""
+        with self._lock:
+            self._bump(tenant_id)
+            for name in (agent_id, change.key, change.previous_key):
+                if name:
+                    entry = self._entries.get((tenant_id, name))
+                    if entry is not None:
+                        self._drop_keys(entry)
+            if change.op in ("archived", "deleted"):
+                self._loops.pop((tenant_id, agent_id), None)
+
+    # -- the change feed -------------------------------------------------------------------------------------
+    def _on_change(self, change: Change) -> None:
+        if change.kind == "agent" and change.tenant_id:
+            self._invalidate_agent_change(change)
+        elif change.kind == "org" and change.op == "deleted" and change.tenant_id:
+            self.invalidate_tenant(change.tenant_id)
+
+    def _on_reset(self, _reason: str) -> None:
+        self.clear()
 
 
 def resolve_agent_id_cached(router: Router, ctx: RequestContext, id_or_key: str) -> AgentId:
-    """The hot-path resolver: the router's cache first, the store on a miss (which then fills the cache).
-
-    Accepts an agent ID or an ``agent_key``; tenant-scoped by the context.  The store is the router's own
-    (``router.db``), so the cache and its fallback can never disagree about which database they serve.
-    """
+    """The hot-path resolver **for reads**: the router's cache first, the store on a miss (which then fills the
+    cache).  Accepts an agent ID or an ``agent_key``; tenant-scoped by the context.  A write must resolve its
+    target in its own transaction instead (``agents.resolve_agent(tx, …)``)."""
     return router.get(ctx, id_or_key).agent.id
 
 

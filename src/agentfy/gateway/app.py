@@ -11,7 +11,7 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.concurrency import run_in_threadpool
@@ -24,6 +24,9 @@ from agentfy.gateway.auth import SIGNED_CONTEXT_PREFIX, Principal, bearer, princ
 from agentfy.identity.context import set_for_task
 from agentfy.store.db import Database
 from agentfy.store.migrate import is_at_head
+
+#: How long start-up waits for the change feed's listening connection before serving anyway (uncached).
+FEED_CONNECT_TIMEOUT_SECONDS: Final = 10.0
 
 
 @dataclass
@@ -93,12 +96,15 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if db.changes.start_listening(db.conninfo):  # PostgreSQL: other processes' changes reach this one
+            await run_in_threadpool(db.changes.wait_listening, FEED_CONNECT_TIMEOUT_SECONDS)
         if gateway.run_workers:
             _start_workers(gateway)
         yield
         gateway.stop_workers.set()
         for thread in gateway.worker_threads:
             thread.join(timeout=5)
+        db.changes.stop_listening()
 
     app = FastAPI(title="agentfy", version=__version__, lifespan=lifespan,
                   description="Identity core of the agentfy platform. Every ID parameter is shown with its "
@@ -114,13 +120,18 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
 
     @app.get("/readyz", tags=["health"], responses={503: {"description": "not ready"}})
     def readyz(request: Request) -> Any:
-        """The database is reachable and its schema is at the newest migration."""
+        """The database is reachable, its schema is at the newest migration, and (PostgreSQL) this process
+        hears other processes' changes."""
+        database = state(request).db
         try:
-            ready = is_at_head(state(request).db)
+            ready = is_at_head(database)
         except Exception:
             ready = False
         if not ready:
             return JSONResponse(errors.error_body("not_ready", "the database is unreachable or not migrated"),
+                                status_code=503)
+        if not database.changes.cacheable:
+            return JSONResponse(errors.error_body("not_ready", "the change feed is not connected yet"),
                                 status_code=503)
         return {"status": "ready"}
 

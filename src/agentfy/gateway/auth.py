@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from agentfy.gateway.errors import ApiError
 from agentfy.identity import OrgId, Scope
 from agentfy.identity.context import RequestContext
+from agentfy.store.changefeed import Change
 from agentfy.store.db import Database, Tx
 from agentfy.store.repos import api_keys, teams
 from agentfy.store.schema import platform_settings
@@ -99,6 +100,7 @@ def bump_signing_epoch(db: Database) -> int:
     with db.transaction() as tx:
         epoch = signing_epoch(tx) + 1
         tx.execute(_SET_EPOCH_SQLITE_PG, {"value": str(epoch)})
+        tx.record_change(Change("epoch", "bumped", None, None))
     return epoch
 
 

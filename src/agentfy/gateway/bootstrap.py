@@ -17,7 +17,7 @@ from typing import Final
 from agentfy.cutover.detect import LegacyDatabaseError, legacy_identities
 from agentfy.identity import Scope
 from agentfy.store.db import Database
-from agentfy.store.migrate import upgrade
+from agentfy.store.migrate import maintenance_lock, upgrade_locked
 from agentfy.store.repos import api_keys, orgs
 from agentfy.store.repos.credentials import load_or_create_key_file
 
@@ -33,9 +33,18 @@ class Bootstrap:
 
 
 def prepare(db: Database) -> Bootstrap:
-    """Bring the database to the newest schema and make sure the platform can be administered."""
-    upgrade(db)
-    refuse_a_legacy_database(db)
+    """Bring the database to the newest schema and make sure the platform can be administered.
+
+    Under the maintenance lock: processes starting together on one database take turns, so exactly one
+    migrates, creates the platform organization and issues (and prints) the first admin key; the others
+    find all of it done."""
+    with maintenance_lock(db):
+        upgrade_locked(db)
+        refuse_a_legacy_database(db)
+        return _bootstrap(db)
+
+
+def _bootstrap(db: Database) -> Bootstrap:
     with db.transaction() as tx:
         platform, created = orgs.ensure_platform_organization(tx)
         scope = Scope(platform.id)

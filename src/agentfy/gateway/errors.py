@@ -3,8 +3,8 @@
 ``{"error": {"code": "...", "message": "...", "field": ..., "value": ..., "expected": ...}}`` — a stable
 code, a human message, and for ID errors the field, the value and the expected format.  A malformed ID or
 key: 422.  Unknown, deleted or another tenant's: 404, with the same body either way.  A duplicate: 409.
-No or bad key: 401; role too low: 403.  Never SQL text, a stack trace or another tenant's data: anything
-unexpected is a 500 with a generic message (the cause goes to the log only).
+No or bad key: 401; role too low: 403.  The database unavailable for now: 503.  Never SQL text, a stack trace
+or another tenant's data: anything unexpected is a 500 with a generic message (the cause goes to the log only).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.identity.keys import InvalidTenantSlugError
-from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, StoreError
+from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
 
 logger: Final = logging.getLogger("agentfy.gateway")
 
@@ -48,7 +48,9 @@ ERROR_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
                                 (409, "a duplicate (agent_key, slug, path, …)"),
                                 (413, "too large"),
                                 (422, "a malformed ID or key, or another invalid field"),
-                                (500, "an unexpected failure (no details are given)"))
+                                (500, "an unexpected failure (no details are given)"),
+                                (503, "the database is unavailable for now (unreachable, busy, or the connection "
+                                      "was lost mid-request); retry later"))
 }
 
 
@@ -91,6 +93,9 @@ def describe(error: BaseException) -> tuple[int, dict[str, Any]]:
     if isinstance(error, ConflictError):
         value = error.value if isinstance(error.value, str) else None
         return 409, error_body("conflict", str(error), field=error.field, value=value)
+    if isinstance(error, UnavailableError):
+        logger.warning("gateway.database_unavailable", exc_info=error)
+        return 503, error_body("unavailable", str(error))
     if isinstance(error, StoreError):
         logger.error("gateway.store_error", exc_info=error)
         return 500, error_body("internal_error", "the request could not be completed")

@@ -14,14 +14,13 @@ two writers queue on the busy timeout instead of deadlocking on a lock upgrade).
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import functools
 import itertools
 import os
 import re
 import sqlite3
-import weakref
+import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -34,13 +33,17 @@ from sqlalchemy.pool import StaticPool
 
 from agentfy.ids import RandomSource, format_id, with_id_retry
 from agentfy.ids.retry import DEFAULT_ATTEMPTS, IdCollisionError, IdRetryExhaustedError
+from agentfy.store.changefeed import Change, ChangeFeed
+from agentfy.store.changefeed.changes import CHANNEL
 from agentfy.store.errors import (
     DanglingReferenceError,
     InvalidInputError,
     StoreError,
     TransactionFailedError,
+    UnavailableError,
     UniqueViolation,
 )
+from agentfy.store.pool import Connections, PoolSettings
 
 #: The embedded default: a SQLite file under ./var, created on first use.
 DEFAULT_DATABASE_URL: Final = "sqlite:///var/agentfy.db"
@@ -51,6 +54,9 @@ Params: TypeAlias = Mapping[str, Any]
 Row: TypeAlias = tuple[Any, ...]
 Statement: TypeAlias = "sa.ClauseElement | Sql | str"
 _NO_DEFAULTS: Final[dict[str, Any]] = {}
+#: How often a transaction is begun on a fresh connection after a pooled one turned out to be dead.
+_BEGIN_ATTEMPTS: Final = 3
+_NOTIFY: Final = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload"
 #: psycopg's integrity error classes, by name (so this module does not import psycopg for SQLite users).
 _INTEGRITY_ERRORS: Final = frozenset({"UniqueViolation", "ForeignKeyViolation", "CheckViolation",
                                       "NotNullViolation", "IntegrityError"})
@@ -146,53 +152,23 @@ def _unique_constraints() -> dict[str, tuple[str, ...]]:
     return names
 
 
-class _Connections:
-    """Idle driver connections, each with its cursor, reused by transactions.
-
-    SQLAlchemy's pool costs about 15 µs per checkout and return (events, weak references, a reset), as much
-    as a primary-key SELECT on SQLite; transactions here end themselves, so a plain LIFO of idle connections
-    is enough.  ``deque.append``/``pop`` are atomic, so threads share it without a lock.  Connections are
-    created through the engine (so the SQLite pragmas apply) and detached from its pool.  After ``fork()``
-    the child forgets the parent's connections (sharing a socket or a SQLite handle corrupts both).
-    """
-
-    def __init__(self, engine: sa.Engine, max_idle: int = 16) -> None:
-        self._engine = engine
-        self._idle: collections.deque[tuple[Any, Any]] = collections.deque()
-        self._max_idle = max_idle
-        this = weakref.ref(self)
-        os.register_at_fork(after_in_child=lambda: _forget_connections(this))
-
-    def acquire(self) -> tuple[Any, Any]:
-        try:
-            return self._idle.pop()
-        except IndexError:
-            proxied = self._engine.raw_connection()
-            proxied.detach()
-            connection = proxied.dbapi_connection
-            assert connection is not None  # a freshly checked-out connection is never invalidated
-            return connection, connection.cursor()
-
-    def release(self, connection: Any, cursor: Any) -> None:
-        if len(self._idle) < self._max_idle:
-            self._idle.append((connection, cursor))
-        else:
-            self.discard(connection)
-
-    @staticmethod
-    def discard(connection: Any) -> None:
-        with contextlib.suppress(Exception):
-            connection.close()
-
-    def close_all(self) -> None:
-        while self._idle:
-            self.discard(self._idle.pop()[0])
+def _is_disconnect(error: BaseException, connection: Any) -> bool:
+    """Whether ``error`` left the connection unusable (killed by the server, network lost): psycopg marks
+    such a connection ``broken`` or ``closed``; a SQLite connection is never lost this way."""
+    return bool(getattr(connection, "broken", False) or getattr(connection, "closed", False))
 
 
-def _forget_connections(pool: weakref.ref[_Connections]) -> None:
-    alive = pool()
-    if alive is not None:
-        alive._idle = collections.deque()  # the parent still owns them: drop, do not close
+def _is_operational(error: BaseException) -> bool:
+    """psycopg's ``OperationalError`` (the server went away, a statement was cancelled, a lock timed out):
+    the request may succeed later, so it is "unavailable", not a bug.  By type, without importing psycopg
+    for SQLite users."""
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(error, psycopg.OperationalError)
+
+
+def _is_locked(error: BaseException) -> bool:
+    """SQLite's ``database is locked`` / ``busy``: another writer held the lock past the busy timeout."""
+    return isinstance(error, sqlite3.OperationalError) and ("locked" in str(error) or "busy" in str(error))
 
 
 class Database:
@@ -202,14 +178,23 @@ class Database:
     deterministic source to force primary-key collisions.
     """
 
-    def __init__(self, url: str | None = None, *, random: RandomSource | None = None) -> None:
+    def __init__(self, url: str | None = None, *, random: RandomSource | None = None,
+                 pool: PoolSettings | None = None) -> None:
         self.url = database_url(url)
         self.engine = create_engine(self.url)
         self.dialect: str = self.engine.dialect.name
         self.random = random
-        self._connections = _Connections(self.engine)
+        self._connections = Connections(self.engine, pool if pool is not None else PoolSettings.from_env())
+        #: Committed changes that can stale a cache, for this process's caches and WebSocket clients.
+        self.changes = ChangeFeed(self.dialect)
         self._compiled: dict[int, tuple[object, str, dict[str, Any]]] = {}
         self._texts: dict[str, str] = {}
+
+    @property
+    def conninfo(self) -> str:
+        """The URL as the driver itself takes it (``postgresql://…``), for connections of its own (the change
+        feed's listening connection)."""
+        return self.engine.url.set(drivername=self.dialect).render_as_string(hide_password=False)
 
     @property
     def display_url(self) -> str:
@@ -246,23 +231,21 @@ class Database:
         self._compiled[id(statement)] = (statement, str(compiled), defaults)
         return str(compiled), defaults
 
+    @property
+    def pool(self) -> Connections:
+        return self._connections
+
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Tx]:
         """A transaction: committed when the block ends normally, rolled back when it raises.
 
-        A connection whose transaction could not be ended cleanly is closed, never reused.
+        A connection whose transaction could not be ended cleanly is closed, never reused.  A database that
+        cannot be reached, a pool with no free connection, or (SQLite) a write lock not obtained within the
+        busy timeout raise :class:`UnavailableError` before the block runs.
         """
+        tx = self._begin(write)
+        connection, cursor = tx._connection, tx._cursor
         try:
-            connection, cursor = self._connections.acquire()
-        except Exception as error:
-            raise StoreError("the database is not reachable") from error
-        tx = Tx(self, connection, cursor)
-        try:
-            try:
-                tx.begin(write=write)
-            except Exception as error:
-                tx._broken = True
-                raise StoreError("the database could not begin a transaction") from error
             yield tx
             tx.commit()
         except BaseException:
@@ -274,6 +257,32 @@ class Database:
         self._connections.release(connection, cursor)
         for callback in tx._after_commit:
             callback()
+
+    def _begin(self, write: bool) -> Tx:
+        """A begun transaction on a live connection.  A pooled connection the server killed fails at its
+        ``BEGIN``: it is discarded with every idle one (killed together, most likely) and a new one is tried."""
+        for attempt in range(_BEGIN_ATTEMPTS):
+            try:
+                connection, cursor = self._connections.acquire()
+            except UnavailableError:
+                raise
+            except Exception as error:
+                raise UnavailableError("the database is not reachable") from error
+            tx = Tx(self, connection, cursor)
+            try:
+                tx.begin(write=write)
+                return tx
+            except Exception as error:
+                self._connections.discard(connection)
+                if _is_disconnect(error, connection) and attempt + 1 < _BEGIN_ATTEMPTS:
+                    self._connections.discard_idle()
+                    continue
+                if _is_disconnect(error, connection) or _is_operational(error) or _is_locked(error):
+                    raise UnavailableError("the database could not begin a transaction"
+                                           + (" (it is locked by another writer)" if _is_locked(error) else ""),
+                                           ) from error
+                raise StoreError("the database could not begin a transaction") from error
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def dispose(self) -> None:
         """Close every pooled connection (tests, shutdown)."""
@@ -295,15 +304,24 @@ class Tx:
         self._broken = False
         self._failed = False
         self._after_commit: list[Callable[[], None]] = []
+        self._changes: list[Change] = []
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once this transaction has committed (never if it rolls back)."""
         self._after_commit.append(callback)
 
+    def record_change(self, change: Change) -> None:
+        """Record a change that can stale a cache: this process's caches are told at once, and every
+        process's when the transaction commits (on PostgreSQL by ``pg_notify`` sent in this transaction, so
+        it is delivered exactly when the change commits and never when it rolls back)."""
+        change.encode()  # refuse an unknown or oversized change now, not at COMMIT
+        self._changes.append(change)
+        self.db.changes.noticed(change)
+
     # -- transaction control -------------------------------------------------------------------------
     def begin(self, *, write: bool) -> None:
-        if self._sqlite:
-            self._cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        # PostgreSQL connections are in autocommit mode (see agentfy.store.pool): BEGIN is explicit there too.
+        self._cursor.execute("BEGIN IMMEDIATE" if write and self._sqlite else "BEGIN")
         self._open = True
 
     def commit(self) -> None:
@@ -316,12 +334,26 @@ class Tx:
             raise TransactionFailedError()
         self._open = False
         try:
-            if self._sqlite:
+            if not self._changes:
                 self._cursor.execute("COMMIT")
+                return
+            sent_at = time.time()
+            changes = [change._replace(at=sent_at) for change in self._changes]
+            if not self._sqlite:
+                self._cursor.execute(_NOTIFY, (CHANNEL, [change.encode() for change in changes]))
+            feed = self.db.changes
+            if feed.delivers_in_process:
+                with feed.order_lock:  # deliveries follow commit order
+                    self._cursor.execute("COMMIT")
+                    feed.committed_here(changes)
             else:
-                self._connection.commit()
+                self._cursor.execute("COMMIT")
+                feed.committed_here(changes)
         except Exception as error:
             self._broken = True
+            if _is_disconnect(error, self._connection):
+                raise UnavailableError("the connection to the database was lost while committing; the change "
+                                       "may not have been saved") from error
             raise StoreError("the database could not commit the transaction") from error
 
     def rollback(self) -> bool:
@@ -330,10 +362,7 @@ class Tx:
             return not self._broken
         self._open = False
         try:
-            if self._sqlite:
-                self._cursor.execute("ROLLBACK")
-            else:
-                self._connection.rollback()
+            self._cursor.execute("ROLLBACK")
         except Exception:
             return False
         return True
@@ -342,7 +371,7 @@ class Tx:
     def savepoint(self) -> Iterator[None]:
         """A nested unit: rolled back alone when the block raises (the transaction stays usable)."""
         name = f"sp_{next(self._savepoints)}"
-        failed_before = self._failed
+        failed_before, changes_before = self._failed, len(self._changes)
         self._cursor.execute(f"SAVEPOINT {name}")
         try:
             yield
@@ -350,6 +379,7 @@ class Tx:
             self._cursor.execute(f"ROLLBACK TO SAVEPOINT {name}")
             self._cursor.execute(f"RELEASE SAVEPOINT {name}")
             self._failed = failed_before  # the failure was undone with the savepoint
+            del self._changes[changes_before:]  # and so were its changes
             raise
         self._cursor.execute(f"RELEASE SAVEPOINT {name}")
 
@@ -427,6 +457,13 @@ class Tx:
         return with_id_retry(attempt, is_collision=lambda e: isinstance(e, UniqueViolation) and e.is_primary_key)
 
     def _translate(self, error: Exception) -> StoreError:
+        if _is_disconnect(error, self._connection):
+            self._broken = True
+            return UnavailableError("the connection to the database was lost during the request")
+        if _is_operational(error):
+            return UnavailableError("the database could not run the statement now")
+        if _is_locked(error):
+            return UnavailableError("the database is locked by another writer")
         name = type(error).__name__
         if isinstance(error, sqlite3.IntegrityError) or name in _INTEGRITY_ERRORS:
             text = str(error)

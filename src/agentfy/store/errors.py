@@ -84,3 +84,10 @@ class TransactionFailedError(StoreError):
 
     def __init__(self) -> None:
         super().__init__("a statement of this transaction failed; nothing was written")
+
+
+class UnavailableError(StoreError):
+    """The database cannot serve the request right now (unreachable, the connection was lost mid-statement,
+    no pooled connection became free, the file is locked): retrying later may succeed.  The API's 503."""
+
+    code = "unavailable"

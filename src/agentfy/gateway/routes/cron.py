@@ -11,8 +11,8 @@ from fastapi import APIRouter, Response
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.auth import Principal
 from agentfy.gateway.errors import ApiError
+from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
-from agentfy.gateway.routes.schemas import resolve_agent_ref
 from agentfy.gateway.routes.schemas_admin import (
     CronJobIdPath,
     CronJobIn,
@@ -43,8 +43,8 @@ def create_cron_job(agent: AgentRef, body: CronJobIn, who: Authenticated, gatewa
     """Schedule the agent (operator).  The job runs in the scope of the user the key acts as."""
     who.require_role("operator")
     actor = _actor(who)
-    agent_id = resolve_agent_ref(gateway, who, agent)
     with gateway.db.transaction() as tx:
+        agent_id = agent_in(tx, who, agent).id
         job = cron.create_cron_job(tx, who.scope, agent_id, created_by=actor, schedule=body.schedule,
                                    user_id_scope=who.context().user_id or "", payload=body.payload,
                                    enabled=body.enabled)
@@ -54,7 +54,7 @@ def create_cron_job(agent: AgentRef, body: CronJobIn, who: Authenticated, gatewa
 @router.get("/agents/{agent}/cron-jobs", response_model=list[CronJobOut])
 def list_cron_jobs(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[CronJobOut]:
     """The agent's cron jobs, oldest first."""
-    agent_id = resolve_agent_ref(gateway, who, agent)
+    agent_id = agent_loop(gateway, who, agent).agent.id
     with gateway.db.transaction(write=False) as tx:
         return [job_out(job) for job in cron.list_cron_jobs(tx, who.scope, agent_id)]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
-from agentfy.gateway.routes.schemas import resolve_agent_ref
 from agentfy.gateway.routes.schemas_admin import (
     GrantIdPath,
     GrantIn,
@@ -34,8 +34,8 @@ def grant(agent: AgentRef, body: GrantIn, who: Authenticated, gateway: Gateway, 
     """Allow (or explicitly deny, ``allow: false``) ``sender_id`` the ``config_type`` of the agent in the
     group chat ``chat_scope`` (admin).  Granting again replaces the grant (same ID, 200)."""
     who.require_role("admin")
-    agent_id = resolve_agent_ref(gateway, who, agent)
     with gateway.db.transaction() as tx:
+        agent_id = agent_in(tx, who, agent).id
         existing = permissions.find_grant(tx, who.scope, agent_id, body.chat_scope, body.config_type,
                                           body.sender_id)
         granted = permissions.grant(tx, who.scope, agent_id, chat_scope=body.chat_scope,
@@ -49,7 +49,7 @@ def grant(agent: AgentRef, body: GrantIn, who: Authenticated, gateway: Gateway, 
 @router.get("/agents/{agent}/grants", response_model=list[GrantOut])
 def list_grants(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[GrantOut]:
     """The agent's grants, by chat scope, config type and sender."""
-    agent_id = resolve_agent_ref(gateway, who, agent)
+    agent_id = agent_loop(gateway, who, agent).agent.id
     with gateway.db.transaction(write=False) as tx:
         return [grant_out(item) for item in permissions.list_grants(tx, who.scope, agent_id)]
 

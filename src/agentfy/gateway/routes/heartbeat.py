@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from agentfy.gateway import agent_ops
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas_admin import HeartbeatOut
-from agentfy.store.db import now
 
 router = APIRouter(tags=["agents"])
 
@@ -16,7 +16,4 @@ router = APIRouter(tags=["agents"])
 def heartbeat(agent: AgentRef, who: Authenticated, gateway: Gateway) -> HeartbeatOut:
     """Check in with an agent named by ID or agent_key: its loop is loaded into (or found in) the router's
     cache, and the answer carries both identities and whether a run is in progress."""
-    loop = gateway.router.get(who.context(), agent)
-    found = loop.agent
-    return HeartbeatOut(id=found.id, tenant_id=found.tenant_id, agent_key=found.agent_key,
-                        display_name=found.display_name, running=loop.running, checked_at=now())
+    return agent_ops.heartbeat(gateway, who, agent)

@@ -1,9 +1,9 @@
 """``/v1/knowledge``: knowledge-graph batch ingest (fail-fast) and an agent's entities and relations.
 
 Every entity and relation row names its agent (ID or key).  Each distinct agent reference is resolved once,
-before the store is called; a bad one fails the request naming the first row that used it
+in the writing transaction, before the store is called; a bad one fails the request naming the first row that used it
 (``entities[i].agent``, ``relations[j].agent``).  Relation endpoints (``source``, ``target``) are the index of
-an entity of the same request or an existing entity's ID.  All or nothing (the seed's section 9): one bad
+an entity of the same request or an existing entity's ID.  All or nothing (batches fail fast): one bad
 row fails the request naming ``entities[i].<field>`` or ``relations[j].<field>``, and nothing is written.
 """
 
@@ -12,8 +12,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.auth import Principal
+from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
-from agentfy.gateway.routes.schemas import resolve_agent_ref
 from agentfy.gateway.routes.schemas_data import (
     GraphIngestIn,
     GraphIngestOut,
@@ -23,6 +24,7 @@ from agentfy.gateway.routes.schemas_data import (
     renamed,
 )
 from agentfy.identity import AgentId, InvalidAgentKeyError, InvalidIdError
+from agentfy.store.db import Tx
 from agentfy.store.errors import InvalidInputError, StoreError
 from agentfy.store.repos import knowledge
 from agentfy.store.repos.knowledge import EntityInput, EntityRef, RelationInput
@@ -32,21 +34,14 @@ router = APIRouter(tags=["knowledge"])
 _RENAME = rename_suffixes({"agent_id": "agent", "source_entity_id": "source", "target_entity_id": "target"})
 
 
-@router.post("/knowledge/ingest", status_code=201, response_model=GraphIngestOut)
-def ingest(body: GraphIngestIn, who: Authenticated, gateway: Gateway) -> GraphIngestOut:
-    """Ingest entities and relations in one go, all or nothing (operator or higher).
-
-    Each row's ``agent`` is an agent ID or key; a relation's ``source``/``target`` is an entity index in
-    this request or an existing entity's ID, of the relation's own agent. A malformed value is 422, an
-    agent or entity that is missing or another organization's is 404 — each naming the row and field —
-    and nothing is written. Returns the new IDs in input order.
-    """
-    who.require_role("operator")
+def _inputs(tx: Tx, who: Principal, body: GraphIngestIn) -> tuple[list[EntityInput], list[RelationInput]]:
+    """The request's rows as store inputs: each ``agent`` resolved (once per distinct value) in ``tx``, each
+    relation endpoint an index into this request (of the relation's own agent) or an existing entity's ID."""
     resolved: dict[str, AgentId] = {}
 
     def agent_of(value: str, field: str) -> AgentId:
         if value not in resolved:
-            resolved[value] = resolve_agent_ref(gateway, who, value, field)
+            resolved[value] = agent_in(tx, who, value, field).id
         return resolved[value]
 
     entities = [EntityInput(agent_id=agent_of(e.agent, f"entities[{i}].agent"), user_id=e.user_id, name=e.name,
@@ -72,8 +67,22 @@ def ingest(body: GraphIngestIn, who: Authenticated, gateway: Gateway) -> GraphIn
                                                                                  agent),
                                        target_entity_id=endpoint(r.target, f"relations[{j}].target", agent),
                                        relation=r.relation, properties=r.properties))
+    return entities, relations
+
+
+@router.post("/knowledge/ingest", status_code=201, response_model=GraphIngestOut)
+def ingest(body: GraphIngestIn, who: Authenticated, gateway: Gateway) -> GraphIngestOut:
+    """Ingest entities and relations in one go, all or nothing (operator or higher).
+
+    Each row's ``agent`` is an agent ID or key; a relation's ``source``/``target`` is an entity index in
+    this request or an existing entity's ID, of the relation's own agent. A malformed value is 422, an
+    agent or entity that is missing or another organization's is 404 — each naming the row and field —
+    and nothing is written. Returns the new IDs in input order.
+    """
+    who.require_role("operator")
     try:
-        with gateway.db.transaction() as tx:
+        with gateway.db.transaction() as tx:  # agents are resolved in the writing transaction
+            entities, relations = _inputs(tx, who, body)
             result = knowledge.ingest_graph(tx, who.scope, entities=entities, relations=relations)
     except (InvalidIdError, InvalidAgentKeyError, StoreError) as error:
         translated = renamed(error, _RENAME)
@@ -86,7 +95,7 @@ def ingest(body: GraphIngestIn, who: Authenticated, gateway: Gateway) -> GraphIn
 @router.get("/agents/{agent}/knowledge/entities", response_model=list[KgEntityOut])
 def list_entities(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[KgEntityOut]:
     """The agent's knowledge-graph entities, by name."""
-    agent_id = resolve_agent_ref(gateway, who, agent, "agent")
+    agent_id = agent_loop(gateway, who, agent).agent.id
     with gateway.db.transaction(write=False) as tx:
         return [KgEntityOut(id=e.id, agent_id=e.agent_id, user_id=e.user_id, name=e.name, entity_type=e.entity_type,
                             properties=e.properties, created_at=e.created_at)
@@ -96,7 +105,7 @@ def list_entities(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list
 @router.get("/agents/{agent}/knowledge/relations", response_model=list[KgRelationOut])
 def list_relations(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[KgRelationOut]:
     """The agent's knowledge-graph relations, oldest first."""
-    agent_id = resolve_agent_ref(gateway, who, agent, "agent")
+    agent_id = agent_loop(gateway, who, agent).agent.id
     with gateway.db.transaction(write=False) as tx:
         return [KgRelationOut(id=r.id, agent_id=r.agent_id, source_entity_id=r.source_entity_id,
                               target_entity_id=r.target_entity_id, relation=r.relation, properties=r.properties,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
-from agentfy.gateway.routes.schemas import resolve_agent_ref
 from agentfy.gateway.routes.schemas_admin import (
     LinkIdPath,
     LinkIn,
@@ -41,16 +41,16 @@ def create_link(agent: AgentRef, body: LinkIn, who: Authenticated, gateway: Gate
     """Link the agent to ``target`` (another agent, by ID or agent_key) with ``kind`` (operator).  The same
     link twice: 409; an agent linked to itself: 422."""
     who.require_role("operator")
-    source = resolve_agent_ref(gateway, who, agent)
-    target = resolve_agent_ref(gateway, who, body.target, field="target")
     with gateway.db.transaction() as tx:
+        source = agent_in(tx, who, agent).id
+        target = agent_in(tx, who, body.target, field="target").id
         return link_out(links.create_link(tx, who.scope, source, target, kind=body.kind))
 
 
 @router.get("/agents/{agent}/links", response_model=list[LinkOut])
 def list_links(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[LinkOut]:
     """The links with the agent at either end, oldest first."""
-    agent_id = resolve_agent_ref(gateway, who, agent)
+    agent_id = agent_loop(gateway, who, agent).agent.id
     with gateway.db.transaction(write=False) as tx:
         return [link_out(link) for link in links.list_links(tx, who.scope, agent_id)]
 
@@ -69,8 +69,8 @@ def delete_link(link_id: LinkIdPath, who: Authenticated, gateway: Gateway) -> Re
 def add_mcp_server(agent: AgentRef, body: McpServerIn, who: Authenticated, gateway: Gateway) -> McpServerOut:
     """Attach an MCP server to the agent (operator).  A second server of the same name: 409."""
     who.require_role("operator")
-    agent_id = resolve_agent_ref(gateway, who, agent)
     with gateway.db.transaction() as tx:
+        agent_id = agent_in(tx, who, agent).id
         return mcp_out(links.add_mcp_server(tx, who.scope, agent_id, name=body.name, url=body.url,
                                             config=body.config))
 
@@ -79,7 +79,7 @@ def add_mcp_server(agent: AgentRef, body: McpServerIn, who: Authenticated, gatew
 def list_mcp_servers(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[McpServerOut]:
     """The agent's MCP servers, by name (operator: their configuration may hold connection details)."""
     who.require_role("operator")
-    agent_id = resolve_agent_ref(gateway, who, agent)
+    agent_id = agent_loop(gateway, who, agent).agent.id
     with gateway.db.transaction(write=False) as tx:
         return [mcp_out(server) for server in links.list_mcp_servers(tx, who.scope, agent_id)]
 

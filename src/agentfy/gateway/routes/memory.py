@@ -11,8 +11,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
-from agentfy.gateway.routes.schemas import resolve_agent_ref
 from agentfy.gateway.routes.schemas_data import (
     MemoryBatchIn,
     MemoryBatchOut,
@@ -46,11 +46,11 @@ def upsert_documents(agent: AgentRef, body: MemoryBatchIn, who: Authenticated, g
     is missing or another organization's is 404; nothing is written either way.
     """
     who.require_role("operator")
-    agent_id = resolve_agent_ref(gateway, who, agent, "agent")
     rows = [MemoryDocumentInput(user_id=d.user_id, path=d.path, content=d.content, metadata=d.metadata)
             for d in body.documents]
     try:
         with gateway.db.transaction() as tx:
+            agent_id = agent_in(tx, who, agent).id
             ids = memory.upsert_memory_documents(tx, who.scope, agent_id, rows)
     except (InvalidIdError, InvalidAgentKeyError, StoreError) as error:
         translated = renamed(error, _rename)
@@ -66,6 +66,6 @@ def list_documents(agent: AgentRef, who: Authenticated, gateway: Gateway,
                        "Only this memory scope's documents (empty: the agent's own)."))] = None,
                    ) -> list[MemoryDocumentOut]:
     """The agent's memory documents, by scope and path (one scope's with ``user_id``)."""
-    agent_id = resolve_agent_ref(gateway, who, agent, "agent")
+    agent_id = agent_loop(gateway, who, agent).agent.id
     with gateway.db.transaction(write=False) as tx:
         return [document_out(d) for d in memory.list_memory_documents(tx, who.scope, agent_id, user_id=user_id)]

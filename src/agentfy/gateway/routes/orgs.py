@@ -11,7 +11,7 @@ from fastapi import APIRouter, Response
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.auth import ROLE_RANK, Principal
 from agentfy.gateway.errors import ApiError
-from agentfy.gateway.routes.schemas import resolve_agent_ref
+from agentfy.gateway.resolve import agent_in
 from agentfy.gateway.routes.schemas_admin import (
     ApiKeyIdPath,
     ApiKeyIn,
@@ -100,8 +100,7 @@ def delete_organization(org_id: OrgIdPath, who: Authenticated, gateway: Gateway)
         raise ApiError(409, "conflict", "the platform organization cannot be deleted", field="org_id",
                        value=org_id)
     with gateway.db.transaction() as tx:
-        orgs.delete_organization(tx, org_id)
-    gateway.router.invalidate_tenant(org_id)
+        orgs.delete_organization(tx, org_id)  # the change feed drops the tenant from every process's caches
     return Response(status_code=204)
 
 
@@ -117,8 +116,8 @@ def get_organization(who: Authenticated, gateway: Gateway) -> OrgOut:
 def set_default_agent(body: DefaultAgentIn, who: Authenticated, gateway: Gateway) -> OrgOut:
     """Make an agent (by ID or agent_key) the organization's default, or clear it with null (admin)."""
     who.require_role("admin")
-    agent_id = None if body.agent is None else resolve_agent_ref(gateway, who, body.agent)
     with gateway.db.transaction() as tx:
+        agent_id = None if body.agent is None else agent_in(tx, who, body.agent).id
         orgs.set_default_agent(tx, who.scope, agent_id)
         return org_out(orgs.get_organization(tx, who.scope))
 

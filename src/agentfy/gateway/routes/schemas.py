@@ -7,14 +7,8 @@ from typing import Any, Final
 from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentfy.agents.router import resolve_agent_id_cached
-from agentfy.gateway.app import GatewayState
-from agentfy.gateway.auth import Principal
-from agentfy.gateway.errors import ApiError
-from agentfy.identity import AgentId, InvalidAgentKeyError, InvalidIdError
 from agentfy.identity.keys import AGENT_KEY_MAX_LENGTH
 from agentfy.ids import ID_MAX_LENGTH, id_pattern
-from agentfy.store.errors import NotFoundError
 
 AGENT_KEY_PATTERN: Final = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 AGENT_REF_MAX_LENGTH: Final = 100
@@ -76,26 +70,3 @@ def agent_ref_field(description: str = AGENT_REF_DESCRIPTION, *, default: Any = 
 def id_path(prefix: str, what: str) -> Any:
     return Path(description=f"The {what}'s ID ({prefix}-<adjective>-<noun>-<12 Crockford base32>, or a legacy ID).",
                 json_schema_extra=id_schema(prefix))
-
-
-def not_found(entity: str, ref: object, field: str) -> ApiError:
-    """The contract's 404 (the same body for a missing row and another organization's), naming the field."""
-    return ApiError(404, "not_found", f"{entity} not found", field=field,
-                    value=ref if isinstance(ref, str) else None)
-
-
-def resolve_agent_ref(gateway: GatewayState, who: Principal, value: str, field: str = "agent") -> AgentId:
-    """The ID of the caller's agent named by ``value`` (an ID or an agent_key), through the router's cache;
-    errors name ``field`` (the body field or path parameter the value came from).
-
-    A malformed value is 422 (``invalid_id`` for another entity's ID, ``invalid_agent_key`` otherwise); a
-    missing, deleted or another organization's agent is the same 404.
-    """
-    try:
-        return resolve_agent_id_cached(gateway.router, who.context(), value)
-    except InvalidIdError as error:
-        raise InvalidIdError(error.value, "agent", field=field) from error
-    except InvalidAgentKeyError as error:
-        raise InvalidAgentKeyError(error.value, error.reason, field=field) from error
-    except NotFoundError as error:
-        raise not_found(error.entity, error.ref, field) from error

@@ -3,7 +3,8 @@
 Request models forbid unknown fields (so a ``tenant_id`` in a body is refused, never used).  ID fields and
 ID path parameters show their anchored pattern in OpenAPI but are parsed by the store (``parse_id``), so a
 malformed ID is a 422 that names the field, the value and the expected format.  Agent references (an ID or
-an ``agent_key``) are resolved by :func:`resolve_agent_ref`: the router's cache first, the store on a miss.
+an ``agent_key``) are resolved by :mod:`agentfy.gateway.resolve`: in the writing transaction for writes, through
+the router's cache for reads.
 """
 
 from __future__ import annotations

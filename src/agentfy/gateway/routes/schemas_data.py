@@ -3,9 +3,9 @@
 The helpers keep the error contract exact where a value reaches the store under another name than the
 request gave it:
 
-* :func:`resolve_agent_ref` resolves an agent named by ID **or** key (the router's cache first, the one
-  resolver every entry point uses) and names the request's own field in its errors
-  (``entities[3].agent``, ``agent_id`` of a form), so a bad row of a batch is reported by its index.
+* :mod:`agentfy.gateway.resolve` resolves an agent named by ID **or** key (the one resolver every entry
+  point uses) and names the request's own field in its errors (``entities[3].agent``, ``agent_id`` of a
+  form), so a bad row of a batch is reported by its index.
 * :func:`renamed` rewrites a store error's field (``entities[3].agent_id`` → ``entities[3].agent``) and turns
   a batch row that names a missing row into a 404 that keeps the field (the plain not-found body has none).
 """
@@ -17,10 +17,10 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from agentfy.gateway.resolve import not_found
 from agentfy.gateway.routes.schemas import (  # re-exported for the data routes
     agent_ref_field,
     id_field,
-    not_found,
 )
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.ids import id_pattern

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Path, Query
 
 from agentfy.events.consolidation.episodic import publish_session_completed
 from agentfy.gateway.app import Authenticated, Gateway
-from agentfy.gateway.routes.schemas import resolve_agent_ref
+from agentfy.gateway.resolve import agent_in
 from agentfy.gateway.routes.schemas_data import (
     MessageIn,
     MessageOut,
@@ -52,8 +52,8 @@ def open_session(body: SessionIn, who: Authenticated, gateway: Gateway) -> Sessi
     scope = body.user_id if body.user_id is not None else (who.user_id or "")
     if scope != (who.user_id or ""):
         who.require_role("operator")
-    agent_id = resolve_agent_ref(gateway, who, body.agent, "agent")
     with gateway.db.transaction() as tx:
+        agent_id = agent_in(tx, who, body.agent).id
         session = sessions.open_session(tx, who.scope, body.session_key, agent_id, scope)
     return session_out(session)
 

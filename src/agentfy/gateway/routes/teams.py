@@ -9,8 +9,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.resolve import agent_in
 from agentfy.gateway.routes.agents import AgentRef
-from agentfy.gateway.routes.schemas import resolve_agent_ref
 from agentfy.gateway.routes.schemas_admin import (
     IssuedTeamApiKeyOut,
     LeadIn,
@@ -51,8 +51,8 @@ def team_key_out(key: TeamApiKey) -> TeamApiKeyOut:
 def create_team(body: TeamIn, who: Authenticated, gateway: Gateway) -> TeamOut:
     """Create a team (operator), optionally led by an agent named by ID or agent_key (``lead``)."""
     who.require_role("operator")
-    lead = None if body.lead is None else resolve_agent_ref(gateway, who, body.lead, field="lead")
     with gateway.db.transaction() as tx:
+        lead = None if body.lead is None else agent_in(tx, who, body.lead, field="lead").id
         return team_out(teams.create_team(tx, who.scope, name=body.name, lead_agent_id=lead))
 
 
@@ -83,8 +83,8 @@ def delete_team(team_id: TeamIdPath, who: Authenticated, gateway: Gateway) -> Re
 def set_team_lead(team_id: TeamIdPath, body: LeadIn, who: Authenticated, gateway: Gateway) -> TeamOut:
     """Make an agent (by ID or agent_key) the team's lead, or remove the lead with null (operator)."""
     who.require_role("operator")
-    lead = None if body.agent is None else resolve_agent_ref(gateway, who, body.agent)
     with gateway.db.transaction() as tx:
+        lead = None if body.agent is None else agent_in(tx, who, body.agent).id
         return team_out(teams.set_lead(tx, who.scope, team_id, lead))
 
 
@@ -93,10 +93,9 @@ def set_team_lead(team_id: TeamIdPath, body: LeadIn, who: Authenticated, gateway
 def add_team_member(team_id: TeamIdPath, body: TeamMemberIn, who: Authenticated, gateway: Gateway) -> TeamMemberOut:
     """Add an agent, by ID or agent_key, to the team (operator).  Already a member: 409."""
     who.require_role("operator")
-    agent_id = resolve_agent_ref(gateway, who, body.agent)
     with gateway.db.transaction() as tx:
-        member = teams.add_member(tx, who.scope, team_id, agent_id, role=body.role)
-        agent = agents.get_agent(tx, who.scope, agent_id)
+        agent = agent_in(tx, who, body.agent)
+        member = teams.add_member(tx, who.scope, team_id, agent.id, role=body.role)
     return member_out(member, agent.agent_key)
 
 
@@ -113,9 +112,8 @@ def list_team_members(team_id: TeamIdPath, who: Authenticated, gateway: Gateway)
 def remove_team_member(team_id: TeamIdPath, agent: AgentRef, who: Authenticated, gateway: Gateway) -> Response:
     """Remove an agent, by ID or agent_key, from the team (operator).  Not a member: 404."""
     who.require_role("operator")
-    agent_id = resolve_agent_ref(gateway, who, agent)
     with gateway.db.transaction() as tx:
-        teams.remove_member(tx, who.scope, team_id, agent_id)
+        teams.remove_member(tx, who.scope, team_id, agent_in(tx, who, agent).id)
     return Response(status_code=204)
 
 

@@ -16,8 +16,9 @@ from fastapi import APIRouter, Depends, File, Form, Path, Request, Response, Upl
 
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.errors import ApiError
+from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
-from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, resolve_agent_ref
+from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION
 from agentfy.gateway.routes.schemas_data import (
     VaultDocumentOut,
     VaultUploadOut,
@@ -136,16 +137,17 @@ def upload_documents(*, who: Authenticated, gateway: Gateway,
             return field
         return "agent_id" if match[2] == "agent_id" else form_field(int(match[1]), match[2])
 
-    resolved = resolve_agent_ref(gateway, who, agent_id, "agent_id")
     budget = MAX_REQUEST_BYTES
-    rows: list[VaultUpload] = []
+    files_read: list[tuple[str, str, bytes]] = []
     for i, (row_path, upload) in enumerate(zip(row_paths, uploads, strict=True)):
         content = _read(upload, form_field(i, "file"), budget)
         budget -= len(content)
-        rows.append(VaultUpload(agent_id=resolved, path=row_path,
-                                content_type=_content_type(upload, form_field(i, "file")), content=content))
+        files_read.append((row_path, _content_type(upload, form_field(i, "file")), content))
     try:
         with gateway.db.transaction() as tx:
+            resolved = agent_in(tx, who, agent_id, "agent_id").id
+            rows = [VaultUpload(agent_id=resolved, path=row_path, content_type=content_type, content=content)
+                    for row_path, content_type, content in files_read]
             ids = vault.upload_documents(tx, who.scope, rows)
             stored = {d.id: d for d in vault.list_vault_documents(tx, who.scope, resolved)}
     except (InvalidIdError, InvalidAgentKeyError, StoreError) as error:
@@ -159,7 +161,7 @@ def upload_documents(*, who: Authenticated, gateway: Gateway,
 @router.get("/agents/{agent}/vault", response_model=list[VaultDocumentOut])
 def list_documents(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[VaultDocumentOut]:
     """The agent's vault documents by path, without their content."""
-    agent_id = resolve_agent_ref(gateway, who, agent, "agent")
+    agent_id = agent_loop(gateway, who, agent).agent.id
     with gateway.db.transaction(write=False) as tx:
         return [document_out(d) for d in vault.list_vault_documents(tx, who.scope, agent_id)]
 

@@ -1,30 +1,25 @@
-"""Agent events for WebSocket clients: an in-process broadcaster with per-tenant subscriber sets.
+"""Agent events for WebSocket clients: per-tenant subscriber sets fed by the change feed.
 
 An event names the agent by its **display identity** — ``agent_key`` and the tenant slug, always together
-(a key is unique only within its tenant) — plus its ID for clients that store it (the seed's section 2:
-the UI's ``AgentEvent`` carries the key; never only the ID).  :class:`AgentEvent` refuses to exist
-without both, and refuses an ID in place of either.
+(a key is unique only within its tenant) — plus its ID for clients that store it (the UI's agent events
+carry the key; never only the ID).  :class:`AgentEvent` refuses to exist without both, and refuses an ID in
+place of either.
 
-What publishes:
-
-* ``agent.updated``, ``agent.renamed`` and ``agent.deleted``: every change the store reports through
-  :func:`agentfy.store.repos.agents.on_agent_committed` (``rename_agent``, ``update_agent``,
-  ``archive_agent``, ``delete_agent``), whichever API made it (WebSocket, HTTP, CLI in this process).  The
-  event is built *after the commit* from the committed row, so a rolled-back change publishes nothing and a
-  rename carries the new key (and ``previous_key``).  A deleted or archived agent is ``agent.deleted``
-  with the key it had.
-* ``agent.created``: ``create_agent`` does not notify listeners, so creating code publishes explicitly
-  with :func:`publish_agent_created` after its transaction commits (the WebSocket method does; the HTTP
-  route needs that one line too).
+Where events come from: every agent change the store records (``create_agent``, ``rename_agent``,
+``update_agent``, ``archive_agent``, ``delete_agent``), whichever API or process made it, reaches
+:meth:`Broadcaster._on_change` through the database's change feed exactly once, after it committed, in
+commit order (on PostgreSQL from the process's listening connection, so a change made through another
+gateway process reaches this one's clients too).  A rolled-back change publishes nothing; a rename carries
+the new key and ``previous_key``; an archived or deleted agent is ``agent.deleted`` with the key it had.
+When the feed may have missed changes (its connection was lost), every subscriber gets ``events.resync``:
+re-list what you show.
 
 Only the tenant's own subscribers get an event: subscribers are kept per tenant ID, and a subscriber is
 registered under the tenant of its connection's principal, never one a client names.  The broadcaster is
 per :class:`~agentfy.store.db.Database` (:func:`broadcaster_for`), so every app on one database shares it.
-Events do not cross processes: a client connected to another gateway process does not see this process's
-changes (a multi-process deployment would feed the broadcaster from the durable event bus).
 
-Threads: changes are reported in whichever thread committed them (a thread-pool worker for HTTP routes);
-:meth:`Subscriber.deliver` hands each event to the subscriber's event loop with ``call_soon_threadsafe``.
+Threads: changes arrive in the committing thread or the feed's listener thread; :meth:`Subscriber.deliver`
+hands each event to the subscriber's event loop with ``call_soon_threadsafe``, which keeps their order.
 """
 
 from __future__ import annotations
@@ -39,12 +34,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from agentfy.agents.telemetry import agent_log_fields
-from agentfy.identity import AgentId, AgentKey, Scope, parse_agent_key, parse_id
+from agentfy.identity import AgentId, AgentKey, parse_agent_key, parse_id
 from agentfy.identity.keys import TenantSlug, parse_tenant_slug
+from agentfy.store.changefeed import Change
 from agentfy.store.db import Database
-from agentfy.store.errors import NotFoundError
-from agentfy.store.repos import agents
-from agentfy.store.repos.agents import Agent
 
 logger: Final = logging.getLogger("agentfy.gateway.ws")
 
@@ -55,6 +48,10 @@ AGENT_DELETED: Final = "agent.deleted"
 AGENT_EVENTS: Final = (AGENT_CREATED, AGENT_UPDATED, AGENT_RENAMED, AGENT_DELETED)
 #: Sent to a subscriber that fell behind by more than :data:`SUBSCRIBER_LIMIT` events (they were dropped).
 EVENTS_DROPPED: Final = "events.dropped"
+#: Sent to every subscriber when the change feed may have missed events (its connection was lost).
+EVENTS_RESYNC: Final = "events.resync"
+_EVENT_OF_OP: Final = {"created": AGENT_CREATED, "updated": AGENT_UPDATED, "renamed": AGENT_RENAMED,
+                       "archived": AGENT_DELETED, "deleted": AGENT_DELETED}
 SUBSCRIBER_LIMIT: Final = 256
 
 Message = dict[str, Any]
@@ -78,11 +75,6 @@ class AgentEvent:
         parse_tenant_slug(self.tenant_slug, field="agent.tenant_slug")  # and as a slug
         if self.previous_key is not None:
             parse_agent_key(self.previous_key, field="agent.previous_key")
-
-    @classmethod
-    def of(cls, name: str, agent: Agent, tenant_slug: str, *, previous_key: str | None = None) -> AgentEvent:
-        return cls(name, agent.id, agent.agent_key, TenantSlug(tenant_slug),
-                   AgentKey(previous_key) if previous_key is not None else None)
 
     def message(self) -> Message:
         """``{"event": name, "agent": {"id", "agent_key", "tenant_slug"[, "previous_key"]}}``."""
@@ -142,7 +134,8 @@ class Broadcaster:
         self._lock = threading.Lock()
         self._subscribers: dict[str, set[Subscriber]] = {}
         self._slugs: dict[str, TenantSlug] = {}
-        agents.on_agent_committed(self._on_agent_changed)  # held weakly by the store; committed state only
+        db.changes.on_committed(self._on_change)  # held weakly by the feed
+        db.changes.on_reset(self._on_reset)
 
     # -- subscriptions ---------------------------------------------------------------------------------------
     def subscribe(self, tenant_id: str, tenant_slug: str, subscriber: Subscriber) -> None:
@@ -186,41 +179,30 @@ class Broadcaster:
                                                   "agent_event": event.name, "subscribers": len(members)})
         return len(members)
 
-    def publish_agent(self, name: str, agent: Agent, *, previous_key: str | None = None) -> int:
-        """Publish ``name`` for a committed ``agent`` to its tenant's subscribers (none: nothing to do)."""
+    def _on_change(self, change: Change) -> None:
+        """The feed's committed changes: agent changes become events for the tenant's subscribers.  Never
+        raises into the feed (a bad change is logged and skipped)."""
+        name = _EVENT_OF_OP.get(change.op) if change.kind == "agent" else None
+        if name is None or change.tenant_id is None:
+            return
         with self._lock:
-            slug = self._slugs.get(agent.tenant_id)
-        if slug is None:
-            return 0
-        return self.publish(agent.tenant_id, AgentEvent.of(name, agent, slug, previous_key=previous_key))
-
-    def _on_agent_changed(self, scope: Scope, agent_id: AgentId, agent_key: AgentKey) -> None:
-        """The store's change listener: after the commit, publish what the committed row says.
-
-        Must never raise: it runs inside the caller's write (first call) and after its commit (second).
-        """
+            slug = self._slugs.get(change.tenant_id)
+        if slug is None:  # nobody of that tenant listens here
+            return
         try:
-            if scope.tenant_id not in self._subscribers:
-                return
-            db = self._db()
-            if db is None:
-                return
-            with db.transaction(write=False) as tx:
-                try:
-                    current: Agent | None = agents.get_agent(tx, scope, agent_id)
-                except NotFoundError:
-                    current = None
-            if current is None:
-                with self._lock:
-                    slug = self._slugs.get(scope.tenant_id)
-                if slug is not None:
-                    self.publish(scope.tenant_id, AgentEvent(AGENT_DELETED, agent_id, agent_key, slug))
-            elif current.agent_key != agent_key:
-                self.publish_agent(AGENT_RENAMED, current, previous_key=agent_key)
-            else:
-                self.publish_agent(AGENT_UPDATED, current)
-        except Exception:
-            logger.exception("ws.agent_event_failed", extra={"agent_id": agent_id})
+            previous = change.previous_key if name == AGENT_RENAMED else None
+            event = AgentEvent(name, AgentId(change.id or ""), AgentKey(change.key or ""), slug,
+                               AgentKey(previous) if previous else None)
+        except ValueError:
+            logger.exception("ws.agent_event_invalid", extra={"change_kind": change.kind, "change_op": change.op})
+            return
+        self.publish(change.tenant_id, event)
+
+    def _on_reset(self, reason: str) -> None:
+        with self._lock:
+            members = [s for group in self._subscribers.values() for s in group]
+        for subscriber in members:
+            subscriber.deliver({"event": EVENTS_RESYNC, "reason": reason})
 
 
 _registry: weakref.WeakKeyDictionary[Database, Broadcaster] = weakref.WeakKeyDictionary()
@@ -234,10 +216,3 @@ def broadcaster_for(db: Database) -> Broadcaster:
         if found is None:
             found = _registry[db] = Broadcaster(db)
         return found
-
-
-def publish_agent_created(db: Database, agent: Agent) -> int:
-    """Tell ``agent``'s tenant's subscribers that it was created; call after the creating commit."""
-    with _registry_lock:
-        found = _registry.get(db)
-    return found.publish_agent(AGENT_CREATED, agent) if found is not None else 0

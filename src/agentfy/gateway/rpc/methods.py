@@ -1,7 +1,8 @@
 """The WebSocket methods: the HTTP API's agent operations, with the same rules and the same role checks.
 
-Every ``agent`` parameter accepts an agent ID **or** an ``agent_key`` and goes through one helper,
-:func:`resolve_agent_param`, which uses the router's cached resolver (the seed's Trap 5).  The tenant is
+Every ``agent`` parameter accepts an agent ID **or** an ``agent_key`` and is resolved by the one resolver
+the HTTP API uses (:mod:`agentfy.gateway.resolve`: in the write's own transaction for writes, through the
+router's cache for reads), inside the same operations (:mod:`agentfy.gateway.agent_ops`).  The tenant is
 always the principal's: no parameter can name one (parameter models forbid unknown members).
 
 Handlers are synchronous (they touch the database) and run in a worker thread with the principal's
@@ -16,18 +17,13 @@ from typing import Any, Final, Generic
 
 from pydantic import Field
 
-from agentfy.agents.router import resolve_agent_id_cached
+from agentfy.gateway import agent_ops
 from agentfy.gateway.app import GatewayState
 from agentfy.gateway.auth import Principal, sign_context
 from agentfy.gateway.errors import ApiError
-from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AgentIn, AgentOut, AgentPatch, Strict
-from agentfy.gateway.routes.schemas_admin import HeartbeatOut
-from agentfy.gateway.rpc.broadcast import AGENT_EVENTS, Subscriber, broadcaster_for, publish_agent_created
+from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AgentIn, AgentPatch, Strict
+from agentfy.gateway.rpc.broadcast import AGENT_EVENTS, Subscriber, broadcaster_for
 from agentfy.gateway.rpc.protocol import P, validate
-from agentfy.identity import AgentId
-from agentfy.store.db import now
-from agentfy.store.repos import agents
-from agentfy.store.repos.agents import Agent
 
 AGENT_REF_MAX_LENGTH: Final = 100  # as the HTTP path parameter
 SIGNED_CONTEXT_TTL_SECONDS: Final = 300
@@ -43,20 +39,6 @@ class Call:
     tenant_slug: str
     subscriber: Subscriber
     signed_context: bool
-
-
-def resolve_agent_param(call: Call, ref: str) -> AgentId:
-    """THE resolver of every ``agent`` parameter: an ID or a key, in the principal's tenant, through the
-    router's cache (the store on a miss).  Another tenant's agent is ``not_found``; a ``team-…`` ID is
-    ``invalid_id`` naming the field, the value and the expected format."""
-    return resolve_agent_id_cached(call.gateway.router, call.who.context(), ref)
-
-
-def _agent_out(agent: Agent) -> dict[str, Any]:
-    """The HTTP API's agent body."""
-    return AgentOut(id=agent.id, tenant_id=agent.tenant_id, agent_key=agent.agent_key,
-                    display_name=agent.display_name, config=agent.config, created_at=agent.created_at,
-                    updated_at=agent.updated_at).model_dump(mode="json")
 
 
 # -- parameters ----------------------------------------------------------------------------------------------
@@ -80,53 +62,31 @@ class AuthParams(Strict):
     token: str = Field(min_length=1, max_length=4096, description="An API key or a signed context.")
 
 
-# -- handlers ------------------------------------------------------------------------------------------------
+# -- handlers: the HTTP API's agent operations, shared (agentfy.gateway.agent_ops) --------------------------
 def list_agents(call: Call, _: NoParams) -> list[dict[str, Any]]:
-    with call.gateway.db.transaction(write=False) as tx:
-        return [_agent_out(a) for a in agents.list_agents(tx, call.who.scope)]
+    return [agent_ops.dumped(a) for a in agent_ops.list_agents(call.gateway, call.who)]
 
 
 def get_agent(call: Call, params: AgentParams) -> dict[str, Any]:
-    agent_id = resolve_agent_param(call, params.agent)
-    return _agent_out(call.gateway.router.get(call.who.context(), agent_id).agent)
+    return agent_ops.dumped(agent_ops.get_agent(call.gateway, call.who, params.agent))
 
 
 def create_agent(call: Call, params: AgentIn) -> dict[str, Any]:
-    call.who.require_role("operator")
-    with call.gateway.db.transaction() as tx:
-        agent = agents.create_agent(tx, call.who.scope, agent_key=params.agent_key,
-                                    display_name=params.display_name, config=params.config)
-    publish_agent_created(call.gateway.db, agent)  # the store reports changes, not creations
-    return _agent_out(agent)
+    return agent_ops.dumped(agent_ops.create_agent(call.gateway, call.who, params))
 
 
 def update_agent(call: Call, params: UpdateParams) -> dict[str, Any]:
-    call.who.require_role("operator")
-    agent_id = resolve_agent_param(call, params.agent)
-    with call.gateway.db.transaction() as tx:
-        if params.agent_key is not None:
-            agents.rename_agent(tx, call.who.scope, agent_id, params.agent_key)
-        updated = agents.update_agent(tx, call.who.scope, agent_id, display_name=params.display_name,
-                                      config=params.config)
-    return _agent_out(updated)
+    patch = AgentPatch(agent_key=params.agent_key, display_name=params.display_name, config=params.config)
+    return agent_ops.dumped(agent_ops.update_agent(call.gateway, call.who, params.agent, patch))
 
 
 def delete_agent(call: Call, params: AgentParams) -> dict[str, Any]:
-    call.who.require_role("admin")
-    agent_id = resolve_agent_param(call, params.agent)
-    with call.gateway.db.transaction() as tx:
-        agents.delete_agent(tx, call.who.scope, agent_id)
-    return {"id": agent_id, "deleted": True}
+    return {"id": agent_ops.delete_agent(call.gateway, call.who, params.agent), "deleted": True}
 
 
 def heartbeat(call: Call, params: AgentParams) -> dict[str, Any]:
-    """The router's view of the agent's loop (loaded into its cache if needed): whether a run is in progress.
-    The body of ``POST /v1/agents/{agent}/heartbeat``."""
-    loop = call.gateway.router.get(call.who.context(), resolve_agent_param(call, params.agent))
-    found = loop.agent
-    return HeartbeatOut(id=found.id, tenant_id=found.tenant_id, agent_key=found.agent_key,
-                        display_name=found.display_name, running=loop.running, checked_at=now()).model_dump(
-        mode="json")
+    """The body of ``POST /v1/agents/{agent}/heartbeat``."""
+    return agent_ops.heartbeat(call.gateway, call.who, params.agent).model_dump(mode="json")
 
 
 def sign(call: Call, params: SignParams) -> dict[str, Any]:

@@ -6,8 +6,6 @@ unique only within a tenant.  ``resolve_agent`` takes either and returns both.
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
 import sqlalchemy as sa
@@ -15,6 +13,7 @@ import sqlalchemy as sa
 from agentfy.identity import AgentId, AgentKey, InvalidIdError, OrgId, Scope, parse_agent_key, parse_id
 from agentfy.identity.keys import InvalidAgentKeyError, agent_key_problem, looks_like_an_id
 from agentfy.ids import is_id
+from agentfy.store.changefeed import Change
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, NotFoundError, UniqueViolation
 from agentfy.store.repos._common import dump_json, load_json, require_text
@@ -77,47 +76,10 @@ def _duplicate_key(scope: Scope, key: str) -> ConflictError:
                          field="agent_key", value=key)
 
 
-#: Observers told when a cached view of an agent goes stale (renamed, updated, archived or deleted): the
-#: router's cache registers here.  ``listener(scope, agent_id, agent_key)`` gets the key the agent had.
-AgentChangeListener = Callable[[Scope, AgentId, AgentKey], None]
-_listeners: list[weakref.WeakMethod[AgentChangeListener] | Callable[[], AgentChangeListener]] = []
-_committed_listeners: list[weakref.WeakMethod[AgentChangeListener] | Callable[[], AgentChangeListener]] = []
-
-
-def on_agent_changed(listener: AgentChangeListener) -> None:
-    """Register ``listener``, told at once (inside the changing transaction) and again after the commit:
-    for caches, which must stop serving the old view immediately.  A bound method is held weakly."""
-    _listeners.append(_weak(listener))
-
-
-def on_agent_committed(listener: AgentChangeListener) -> None:
-    """Register ``listener``, told only after the change committed (never for a rolled-back one): for
-    notifications that must describe committed state.  A bound method is held weakly."""
-    _committed_listeners.append(_weak(listener))
-
-
-def _weak(listener: AgentChangeListener) -> weakref.WeakMethod[AgentChangeListener] | Callable[[], AgentChangeListener]:
-    if hasattr(listener, "__self__"):
-        return weakref.WeakMethod(listener)
-    return lambda: listener
-
-
-def _notify(listeners: list[Any], scope: Scope, agent_id: AgentId, key: AgentKey) -> None:
-    for ref in list(listeners):
-        listener = ref()
-        if listener is None:
-            listeners.remove(ref)
-        else:
-            listener(scope, agent_id, key)
-
-
-def _changed(tx: Tx, scope: Scope, agent_id: AgentId, key: AgentKey) -> None:
-    """Tell change listeners now (so this process stops serving the old view at once) and again after the
-    commit (so a reader that re-cached the old committed row in between is corrected); tell committed
-    listeners after the commit only."""
-    _notify(_listeners, scope, agent_id, key)
-    tx.after_commit(lambda: _notify(_listeners, scope, agent_id, key))
-    tx.after_commit(lambda: _notify(_committed_listeners, scope, agent_id, key))
+def _changed(tx: Tx, op: str, scope: Scope, agent_id: str, key: str, *, previous_key: str | None = None) -> None:
+    """Record the change on the change feed: every process's caches drop the agent (by ID, key and previous
+    key) and WebSocket clients of the tenant hear of it once it commits."""
+    tx.record_change(Change("agent", op, scope.tenant_id, agent_id, key, previous_key if previous_key else key))
 
 
 def create_agent(tx: Tx, scope: Scope, *, agent_key: str, display_name: str | None = None,
@@ -134,6 +96,7 @@ def create_agent(tx: Tx, scope: Scope, *, agent_key: str, display_name: str | No
         if "agent_key" in error.columns:
             raise _duplicate_key(scope, key) from None
         raise
+    _changed(tx, "created", scope, agent_id, key)
     return Agent(AgentId(agent_id), scope.tenant_id, key, name, config or {}, stamp, stamp)
 
 
@@ -189,7 +152,7 @@ def rename_agent(tx: Tx, scope: Scope, agent_id: str, new_key: str) -> Agent:
         if "agent_key" in error.columns:
             raise _duplicate_key(scope, key) from None
         raise
-    _changed(tx, scope, agent.id, agent.agent_key)
+    _changed(tx, "renamed", scope, agent.id, key, previous_key=agent.agent_key)
     return get_agent(tx, scope, agent.id)
 
 
@@ -201,7 +164,7 @@ def update_agent(tx: Tx, scope: Scope, agent_id: str, *, display_name: str | Non
     tx.execute(_UPDATE, {"tenant_id": scope.tenant_id, "id": agent.id, "display_name": name,
                          "config": dump_json(config if config is not None else agent.config, field="config"),
                          "now": now()})
-    _changed(tx, scope, agent.id, agent.agent_key)
+    _changed(tx, "updated", scope, agent.id, agent.agent_key)
     return get_agent(tx, scope, agent.id)
 
 
@@ -209,7 +172,7 @@ def archive_agent(tx: Tx, scope: Scope, agent_id: str) -> None:
     """Soft-delete: the row stays (with its history) but is not found, and its key is free at once."""
     agent = get_agent(tx, scope, agent_id)
     tx.execute(_ARCHIVE, {"tenant_id": scope.tenant_id, "id": agent.id, "now": now()})
-    _changed(tx, scope, agent.id, agent.agent_key)
+    _changed(tx, "archived", scope, agent.id, agent.agent_key)
 
 
 def delete_agent(tx: Tx, scope: Scope, agent_id: str) -> None:
@@ -228,4 +191,4 @@ def delete_agent(tx: Tx, scope: Scope, agent_id: str) -> None:
     for statement in _FORGET_IN_TELEMETRY:
         tx.execute(statement, {"id": agent_id})
     tx.execute(_DELETE, {"tenant_id": scope.tenant_id, "id": agent_id})
-    _changed(tx, scope, AgentId(agent_id), AgentKey(row[0]))
+    _changed(tx, "deleted", scope, agent_id, row[0])

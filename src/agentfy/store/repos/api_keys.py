@@ -15,6 +15,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from agentfy.identity import OrgId, Scope, parse_id
+from agentfy.store.changefeed import Change
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import InvalidInputError, NotFoundError
 from agentfy.store.repos._common import require_text
@@ -104,6 +105,7 @@ def revoke_api_key(tx: Tx, scope: Scope, key_id: str) -> None:
     key_id = parse_id(key_id, "api-key")
     if tx.execute(_REVOKE, {"tenant_id": scope.tenant_id, "id": key_id, "now": now()}).rowcount == 0:
         raise NotFoundError("api key", key_id)
+    tx.record_change(Change("api_key", "revoked", scope.tenant_id, key_id))
 
 
 def platform_admin_key_exists(tx: Tx) -> bool:

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from agentfy.identity import OrgId, OrgMemberId, Scope, UserId, parse_id
 from agentfy.identity.keys import tenant_slug_problem
+from agentfy.store.changefeed import Change
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
 from agentfy.store.repos._common import dump_json, load_json, require_text
@@ -163,6 +164,7 @@ def delete_organization(tx: Tx, org_id: str) -> None:
         raise NotFoundError("organization", org_id)
     for statement in _DELETE_TELEMETRY:
         tx.execute(statement, {"id": org_id})
+    tx.record_change(Change("org", "deleted", org_id, org_id))
 
 
 # -- inside a tenant ---------------------------------------------------------------------------------------
@@ -181,10 +183,12 @@ def set_default_agent(tx: Tx, scope: Scope, agent_id: str | None) -> None:
         if tx.one(_AGENT_IN_TENANT, {"agent_id": agent_id, "tenant_id": scope.tenant_id}) is None:
             raise NotFoundError("agent", agent_id)
     tx.execute(_SET_DEFAULT_AGENT, {"id": scope.tenant_id, "agent_id": agent_id})
+    tx.record_change(Change("org", "updated", scope.tenant_id, scope.tenant_id))
 
 
 def set_settings(tx: Tx, scope: Scope, settings: dict[str, Any]) -> None:
     tx.execute(_SET_SETTINGS, {"id": scope.tenant_id, "settings": dump_json(settings, field="settings")})
+    tx.record_change(Change("org", "updated", scope.tenant_id, scope.tenant_id))
 
 
 def create_user(tx: Tx, *, display_name: str, email: str | None = None) -> User:
@@ -208,6 +212,7 @@ def add_member(tx: Tx, scope: Scope, user_id: str, role: str) -> Member:
         member_id = tx.insert_minted("org-member", _INSERT_MEMBER, values)
     except UniqueViolation:
         raise ConflictError(f"user {user_id!r} is already a member", field="user_id", value=user_id) from None
+    tx.record_change(Change("member", "added", scope.tenant_id, user_id))
     return Member(OrgMemberId(member_id), UserId(user_id), values["role"])
 
 
@@ -226,3 +231,4 @@ def remove_member(tx: Tx, scope: Scope, user_id: str) -> None:
     user_id = parse_id(user_id, "user")
     if tx.execute(_DELETE_MEMBER, {"tenant_id": scope.tenant_id, "user_id": user_id}).rowcount == 0:
         raise NotFoundError("member", user_id)
+    tx.record_change(Change("member", "removed", scope.tenant_id, user_id))

@@ -20,6 +20,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from agentfy.identity import AgentId, OrgId, Scope, TeamApiKeyId, TeamId, TeamMemberId, parse_id
+from agentfy.store.changefeed import Change
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, NotFoundError, UniqueViolation
 from agentfy.store.repos import agents
@@ -148,6 +149,7 @@ def create_team(tx: Tx, scope: Scope, *, name: str, lead_agent_id: str | None = 
     stamp = now()
     team_id = tx.insert_minted("team", _INSERT_TEAM, {"tenant_id": scope.tenant_id, "name": team_name,
                                                       "lead_agent_id": lead, "created_at": stamp})
+    tx.record_change(Change("team", "created", scope.tenant_id, team_id))
     return Team(TeamId(team_id), scope.tenant_id, team_name, None if lead is None else AgentId(lead), stamp)
 
 
@@ -168,6 +170,7 @@ def set_lead(tx: Tx, scope: Scope, team_id: str, agent_id: str | None) -> Team:
     if lead is not None:
         agents.get_agent(tx, scope, lead)
     tx.execute(_SET_LEAD, {"tenant_id": scope.tenant_id, "team_id": team.id, "lead_agent_id": lead})
+    tx.record_change(Change("team", "updated", scope.tenant_id, team.id))
     return Team(team.id, team.tenant_id, team.name, None if lead is None else AgentId(lead), team.created_at)
 
 
@@ -176,6 +179,7 @@ def delete_team(tx: Tx, scope: Scope, team_id: str) -> None:
     team_id = parse_id(team_id, "team")
     if tx.execute(_DELETE_TEAM, {"tenant_id": scope.tenant_id, "team_id": team_id}).rowcount == 0:
         raise NotFoundError("team", team_id)
+    tx.record_change(Change("team", "deleted", scope.tenant_id, team_id))
 
 
 # -- members ----------------------------------------------------------------------------------------------
@@ -196,6 +200,7 @@ def add_member(tx: Tx, scope: Scope, team_id: str, agent_id: str, *, role: str =
             raise ConflictError(f"agent_id {agent_id!r} is already a member of team {team_id}", field="agent_id",
                                 value=agent_id) from None
         raise
+    tx.record_change(Change("team", "updated", scope.tenant_id, team_id))
     return TeamMember(TeamMemberId(member_id), TeamId(team_id), AgentId(agent_id), member_role, stamp)
 
 
@@ -207,6 +212,7 @@ def remove_member(tx: Tx, scope: Scope, team_id: str, agent_id: str) -> None:
     if tx.execute(_DELETE_MEMBER, params).rowcount == 0:
         _require_team(tx, scope, team_id)
         raise NotFoundError("team member", agent_id)
+    tx.record_change(Change("team", "updated", scope.tenant_id, team_id))
 
 
 def list_members(tx: Tx, scope: Scope, team_id: str) -> list[TeamMember]:
@@ -259,6 +265,7 @@ def revoke_team_api_key(tx: Tx, scope: Scope, key_id: str) -> TeamApiKey:
     params = {"tenant_id": scope.tenant_id, "key_id": key_id}
     if tx.execute(_REVOKE_KEY, {**params, "now": now()}).rowcount == 0:
         raise NotFoundError("team API key", key_id)
+    tx.record_change(Change("team_key", "revoked", scope.tenant_id, key_id))
     row = tx.one(_KEY_BY_ID, params)
     if row is None:  # cannot happen: updated just above, in this transaction
         raise NotFoundError("team API key", key_id)

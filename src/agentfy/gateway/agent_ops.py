@@ -1,0 +1,80 @@
+"""The agent operations behind both APIs: ``POST/GET/PATCH/DELETE /v1/agents…`` and the WebSocket
+``agents.*`` methods call these, so the two cannot drift in roles, resolution or results.
+
+Roles: listing and reading need any key; creating and updating need operator; deleting needs admin.
+Writes resolve their target in their own transaction (:func:`agentfy.gateway.resolve.agent_in`); reads use
+the router's cache (:func:`agentfy.gateway.resolve.agent_loop`).  WebSocket clients hear of every change
+through the change feed, whichever API or process made it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentfy.gateway.auth import Principal
+from agentfy.gateway.resolve import agent_in, agent_loop
+from agentfy.gateway.routes.schemas import AgentIn, AgentOut, AgentPatch
+from agentfy.gateway.routes.schemas_admin import HeartbeatOut
+from agentfy.identity import AgentId
+from agentfy.store.db import now
+from agentfy.store.repos import agents
+from agentfy.store.repos.agents import Agent
+
+if TYPE_CHECKING:
+    from agentfy.gateway.app import GatewayState
+
+
+def agent_out(agent: Agent) -> AgentOut:
+    return AgentOut(id=agent.id, tenant_id=agent.tenant_id, agent_key=agent.agent_key,
+                    display_name=agent.display_name, config=agent.config, created_at=agent.created_at,
+                    updated_at=agent.updated_at)
+
+
+def list_agents(gateway: GatewayState, who: Principal) -> list[Agent]:
+    with gateway.db.transaction(write=False) as tx:
+        return agents.list_agents(tx, who.scope)
+
+
+def get_agent(gateway: GatewayState, who: Principal, ref: str) -> Agent:
+    return agent_loop(gateway, who, ref).agent
+
+
+def create_agent(gateway: GatewayState, who: Principal, body: AgentIn) -> Agent:
+    """A new agent (operator); a taken ``agent_key`` is 409."""
+    who.require_role("operator")
+    with gateway.db.transaction() as tx:
+        return agents.create_agent(tx, who.scope, agent_key=body.agent_key, display_name=body.display_name,
+                                   config=body.config)
+
+
+def update_agent(gateway: GatewayState, who: Principal, ref: str, patch: AgentPatch) -> Agent:
+    """Rename (a new ``agent_key``; the ID never changes) and/or update (operator)."""
+    who.require_role("operator")
+    with gateway.db.transaction() as tx:
+        agent_id = agent_in(tx, who, ref).id
+        if patch.agent_key is not None:
+            agents.rename_agent(tx, who.scope, agent_id, patch.agent_key)
+        return agents.update_agent(tx, who.scope, agent_id, display_name=patch.display_name, config=patch.config)
+
+
+def delete_agent(gateway: GatewayState, who: Principal, ref: str) -> AgentId:
+    """Delete the agent and everything it owns (admin); returns its ID."""
+    who.require_role("admin")
+    with gateway.db.transaction() as tx:
+        agent_id = agent_in(tx, who, ref).id
+        agents.delete_agent(tx, who.scope, agent_id)
+    return agent_id
+
+
+def heartbeat(gateway: GatewayState, who: Principal, ref: str) -> HeartbeatOut:
+    """Both identities of the agent and whether a run is in progress (its loop is found in, or loaded into,
+    the router)."""
+    loop = agent_loop(gateway, who, ref)
+    found = loop.agent
+    return HeartbeatOut(id=found.id, tenant_id=found.tenant_id, agent_key=found.agent_key,
+                        display_name=found.display_name, running=loop.running, checked_at=now())
+
+
+def dumped(agent: Agent) -> dict[str, Any]:
+    """The HTTP body of ``agent`` as JSON-ready data (the WebSocket result)."""
+    return agent_out(agent).model_dump(mode="json")

@@ -1,0 +1,99 @@
+"""What the change feed carries: one :class:`Change` per committed change that can stale a cache.
+
+A change names *what* changed by its IDs (and, for agents, the ``agent_key`` it has and had), never the data
+itself and never a secret: a process that needs the data reads it from the database.  Kinds and operations:
+
+=============  =====================================  ==============================================
+kind           operations                             meaning for a cache
+=============  =====================================  ==============================================
+``agent``      created, updated, renamed, archived,   drop ``{tenant}:{key}``, ``{tenant}:{previous key}``
+               deleted                                and the agent's ID; archived/deleted: its run state
+``org``        updated, deleted                       deleted: drop everything of the tenant
+``team``       created, updated, deleted              drop what is cached of the team (its keys too)
+``api_key``    revoked                                drop the key's principal
+``team_key``   revoked                                drop the team key's principal
+``member``     added, removed, role_changed           drop principals acting as that user in the tenant
+``epoch``      bumped                                 every signed context is void
+``settings``   updated                                drop the named platform setting
+=============  =====================================  ==============================================
+
+The wire format is compact JSON with ``"v": 1``; PostgreSQL limits a notification payload to 8000 bytes, so
+:meth:`Change.encode` refuses anything longer (IDs are at most 80 characters, so a change is a few hundred).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final, NamedTuple
+
+WIRE_VERSION: Final = 1
+#: The notification channel every agentfy process listens on.
+CHANNEL: Final = "agentfy_changes"
+#: PostgreSQL's limit on a ``pg_notify`` payload is 8000 bytes (the default block size); stay below it.
+PAYLOAD_LIMIT_BYTES: Final = 7999
+
+KINDS: Final[dict[str, frozenset[str]]] = {
+    "agent": frozenset({"created", "updated", "renamed", "archived", "deleted"}),
+    "org": frozenset({"updated", "deleted"}),
+    "team": frozenset({"created", "updated", "deleted"}),
+    "api_key": frozenset({"revoked"}),
+    "team_key": frozenset({"revoked"}),
+    "member": frozenset({"added", "removed", "role_changed"}),
+    "epoch": frozenset({"bumped"}),
+    "settings": frozenset({"updated"}),
+}
+
+
+class ChangeFormatError(ValueError):
+    """A payload that is not a change this version understands (the listener then flushes its caches)."""
+
+
+class Change(NamedTuple):
+    """One committed change: ``kind`` and ``op`` (see the module table), the tenant, and the subject's ID.
+
+    ``key``/``previous_key`` are an agent's ``agent_key`` after and before the change (equal unless renamed);
+    ``at`` is the wall-clock time the change was sent (seconds since the epoch), for lag measurements.
+    """
+
+    kind: str
+    op: str
+    tenant_id: str | None
+    id: str | None
+    key: str | None = None
+    previous_key: str | None = None
+    at: float | None = None
+
+    def encode(self) -> str:
+        """The notification payload; :class:`ValueError` for an unknown kind/op or over the size limit."""
+        if self.op not in KINDS.get(self.kind, ()):
+            raise ValueError(f"unknown change {self.kind}.{self.op}")
+        wire: dict[str, Any] = {"v": WIRE_VERSION, "k": self.kind, "o": self.op}
+        for name, value in (("t", self.tenant_id), ("i", self.id), ("n", self.key), ("p", self.previous_key),
+                            ("a", self.at)):
+            if value is not None:
+                wire[name] = value
+        payload = json.dumps(wire, separators=(",", ":"), ensure_ascii=True)
+        if len(payload) > PAYLOAD_LIMIT_BYTES:
+            raise ValueError(f"a change payload of {len(payload)} bytes exceeds the {PAYLOAD_LIMIT_BYTES}-byte "
+                             "notification limit")
+        return payload
+
+    @classmethod
+    def decode(cls, payload: str) -> Change:
+        """The change a payload describes, or :class:`ChangeFormatError`."""
+        try:
+            wire = json.loads(payload)
+        except ValueError as error:
+            raise ChangeFormatError(f"not JSON: {payload[:100]!r}") from error
+        if not isinstance(wire, dict) or wire.get("v") != WIRE_VERSION:
+            raise ChangeFormatError(f"not a version-{WIRE_VERSION} change: {payload[:100]!r}")
+        kind, op = wire.get("k"), wire.get("o")
+        if not isinstance(kind, str) or not isinstance(op, str) or op not in KINDS.get(kind, ()):
+            raise ChangeFormatError(f"unknown change {kind!r}.{op!r}")
+        texts = [wire.get(name) for name in ("t", "i", "n", "p")]
+        if any(value is not None and not isinstance(value, str) for value in texts):
+            raise ChangeFormatError(f"a change's IDs and keys are strings: {payload[:100]!r}")
+        at = wire.get("a")
+        if at is not None and not isinstance(at, int | float):
+            raise ChangeFormatError(f"a change's time is a number: {payload[:100]!r}")
+        return cls(kind, op, texts[0], texts[1], texts[2], texts[3], float(at) if at is not None else None)

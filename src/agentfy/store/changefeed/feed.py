@@ -1,0 +1,167 @@
+"""One database's change feed in this process: who is told about committed changes, and when.
+
+Three kinds of subscriber, for three needs:
+
+* :meth:`ChangeFeed.on_stale` — caches.  Told as soon as this process knows of a change: inside the changing
+  transaction (so it stops serving the old view at once), again after its commit (a reader may have re-cached
+  the old committed row in between), and when the change arrives from another process.  Handlers must be
+  idempotent: they may hear of one change several times.
+* :meth:`ChangeFeed.on_committed` — notifications (WebSocket events).  Told exactly once per committed change,
+  in commit order: on PostgreSQL from the listening connection (so every process, the changing one included,
+  sees every change in the same order), on SQLite — one process — by the committing thread, under a lock
+  held across ``COMMIT`` so two commits cannot be told in the opposite order.
+* :meth:`ChangeFeed.on_reset` — told when changes may have been missed (the listening connection was lost or
+  re-established, or a payload could not be read): flush everything.
+
+While a started listener is not connected, :attr:`ChangeFeed.cacheable` is ``False``: caches must not fill,
+since nothing would tell them that what they hold went stale.  Handlers never raise into the feed: a failure
+is logged and the other handlers still run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Final
+
+from agentfy.store.changefeed.changes import Change
+
+if TYPE_CHECKING:
+    from agentfy.store.changefeed.listener import Listener
+
+logger: Final = logging.getLogger("agentfy.changefeed")
+
+ChangeHandler = Callable[[Change], None]
+ResetHandler = Callable[[str], None]
+_Ref = Callable[[], Any]
+
+
+def _weak(handler: Callable[..., None]) -> _Ref:
+    """Bound methods are held weakly (a cache's feed must not keep the cache alive); functions strongly."""
+    if hasattr(handler, "__self__"):
+        return weakref.WeakMethod(handler)
+    return lambda: handler
+
+
+class FeedStats:
+    """Counters for operators and benchmarks (plain attributes: read them, never rely on atomicity)."""
+
+    __slots__ = ("changes_received", "connected", "last_lag_seconds", "reconnects", "undecodable")
+
+    def __init__(self) -> None:
+        self.changes_received = 0
+        self.undecodable = 0
+        self.reconnects = 0
+        self.connected = False
+        self.last_lag_seconds: float | None = None
+
+
+class ChangeFeed:
+    """The change feed of one :class:`~agentfy.store.db.Database` in this process."""
+
+    def __init__(self, dialect: str) -> None:
+        self.dialect = dialect
+        #: Held across COMMIT and the in-process delivery of its changes, so deliveries follow commit order.
+        self.order_lock = threading.Lock()
+        self.cacheable = True
+        self.stats = FeedStats()
+        self._stale: list[_Ref] = []
+        self._committed: list[_Ref] = []
+        self._reset: list[_Ref] = []
+        self._listener: Listener | None = None
+
+    # -- subscriptions ---------------------------------------------------------------------------------------
+    def on_stale(self, handler: ChangeHandler) -> None:
+        self._stale.append(_weak(handler))
+
+    def on_committed(self, handler: ChangeHandler) -> None:
+        self._committed.append(_weak(handler))
+
+    def on_reset(self, handler: ResetHandler) -> None:
+        self._reset.append(_weak(handler))
+
+    @property
+    def delivers_in_process(self) -> bool:
+        """Whether this process tells ``on_committed`` subscribers itself (no listener is running)."""
+        return self._listener is None
+
+    # -- from transactions -----------------------------------------------------------------------------------
+    def noticed(self, change: Change) -> None:
+        """A transaction of this process made ``change`` (not committed yet): caches stop serving it."""
+        self._call(self._stale, change)
+
+    def committed_here(self, changes: Iterable[Change]) -> None:
+        """Changes of this process just committed.  Called with :attr:`order_lock` held when
+        :attr:`delivers_in_process`, so ``on_committed`` subscribers hear them in commit order."""
+        in_process = self.delivers_in_process
+        for change in changes:
+            self._call(self._stale, change)
+            if in_process:
+                self._call(self._committed, change)
+
+    # -- from the listener -----------------------------------------------------------------------------------
+    def arrived(self, change: Change) -> None:
+        """A committed change (of any process) arrived on the listening connection."""
+        self.stats.changes_received += 1
+        self._call(self._stale, change)
+        self._call(self._committed, change)
+
+    def lost(self, reason: str) -> None:
+        """Changes may have been missed: stop caching, flush."""
+        self.cacheable = False
+        self.stats.connected = False
+        self._flush(reason)
+
+    def listening(self, reason: str) -> None:
+        """The listening connection is (re-)established: flush what may have been missed, then cache again."""
+        self.stats.connected = True
+        self._flush(reason)
+        self.cacheable = True
+
+    def _flush(self, reason: str) -> None:
+        for ref in list(self._reset):
+            handler = ref()
+            if handler is None:
+                self._reset.remove(ref)
+                continue
+            try:
+                handler(reason)
+            except Exception:
+                logger.exception("changefeed.reset_handler_failed", extra={"reason": reason})
+
+    def _call(self, handlers: list[_Ref], change: Change) -> None:
+        for ref in list(handlers):
+            handler = ref()
+            if handler is None:
+                handlers.remove(ref)
+                continue
+            try:
+                handler(change)
+            except Exception:
+                logger.exception("changefeed.handler_failed",
+                                 extra={"change_kind": change.kind, "change_op": change.op})
+
+    # -- the listener ----------------------------------------------------------------------------------------
+    def start_listening(self, conninfo: str) -> bool:
+        """Start this process's listening connection (PostgreSQL; a no-op returning ``False`` on SQLite, whose
+        one process delivers its own changes).  Until it connects, nothing is cached."""
+        if self.dialect != "postgresql" or self._listener is not None:
+            return False
+        from agentfy.store.changefeed.listener import Listener  # noqa: PLC0415 - psycopg only when listening
+
+        self.cacheable = False
+        self._listener = Listener(self, conninfo)
+        self._listener.start()
+        return True
+
+    def wait_listening(self, timeout: float) -> bool:
+        """Until the listener is connected (``True``), or ``timeout`` seconds pass (``False``)."""
+        return self._listener is None or self._listener.connected.wait(timeout)
+
+    def stop_listening(self, timeout: float = 5.0) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.stop(timeout)
+        self.cacheable = True
