@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint typecheck pytest bench bench-cutover clean
+.PHONY: run test lint typecheck pytest bench bench-cutover bench-changefeed clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.store
 	$(BIN)/python -m bench.router
 	$(BIN)/python -m bench.events
+
+# The change feed on PostgreSQL (commit -> another process's cache; gateway with 1, 2, 4 processes): needs the
+# server at $$AGENTFY_TEST_PG_URL and, for the throughput part, wrk (apt-get install wrk).
+bench-changefeed: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.changefeed
 
 # The ID cutover against plain UPDATE ... FROM statements on both engines: 100,000 organizations by default
 # (long: generation alone takes many minutes); `make bench-cutover ORGS=30000` for a smaller valid run,

@@ -100,9 +100,9 @@ async def drive(base: str, make_request: Callable[[int], tuple[str, str, dict[st
     return done, errors, problems
 
 
-def wrk_rate(url: str, headers: dict[str, str]) -> float:
+def wrk_rate(url: str, headers: dict[str, str], *, connections: int = CONCURRENCY) -> float:
     """Requests per second from wrk (a C load generator: it does not become the bottleneck)."""
-    command = ["wrk", "-t1", f"-c{CONCURRENCY}", f"-d{ROUND_SECONDS:.0f}s", "--latency"]
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{ROUND_SECONDS:.0f}s", "--latency"]
     for name, value in headers.items():
         command += ["-H", f"{name}: {value}"]
     output = subprocess.run([*command, url], capture_output=True, text=True, check=True).stdout
