@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 from fastapi.testclient import TestClient
 
 from agentfy.ids import format_id, id_pattern
 from agentfy.store.db import Database
 from agentfy.store.repos import api_keys
 from tests.gateway.conftest import Tenant
+from tests.gateway.openapi_schemas import accepts
 
 
 def test_health_and_readiness(client: TestClient) -> None:
@@ -111,4 +114,13 @@ def test_ids_endpoint_explains_and_checks_existence_in_the_callers_tenant(client
 def test_openapi_shows_id_parameters_with_their_anchored_pattern(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     parameter = spec["paths"]["/v1/agents/{agent}"]["get"]["parameters"][0]
-    assert id_pattern("agent") in parameter["schema"]["pattern"]
+    assert parameter["schema"]["$ref"] == "#/components/schemas/AgentRef"  # the pattern, stated once
+    schema = parameter["schema"]
+    for good in (format_id("agent"), "support-bot", "0193a5b0-7000-7000-8000-000000000001"):
+        assert accepts(spec, schema, good), good
+    for bad in ("agent-calm-rivers-k8m4p2d7n9xI", "Support-Bot", "support_bot", " support-bot"):
+        assert not accepts(spec, schema, bad), bad
+    agent_id = spec["components"]["schemas"]["AgentId"]
+    assert accepts(spec, agent_id, format_id("agent")) and not accepts(spec, agent_id, format_id("team"))
+    assert not accepts(spec, agent_id, format_id("agent-link"))  # a longer prefix is another entity
+    assert id_pattern() in json.dumps(spec)  # the dictionaries, once

@@ -74,10 +74,11 @@ class WordsFormat:
         suffix = parts[-1]
         return len(suffix) == self.suffix_length and not suffix.strip(self.suffix_alphabet)
 
-    def pattern(self, prefix_alternation: str) -> str:
-        """This shape as an unanchored regular expression (ECMA and Python compatible) for OpenAPI."""
+    def pattern(self, prefix_alternation: str, *, any_words: bool = False) -> str:
+        """This shape as an unanchored regular expression (ECMA and Python compatible) for OpenAPI; with
+        ``any_words`` each word slot is ``[a-z]+`` instead of its dictionary (the structure only)."""
         words = "".join(
-            "-(?:[a-z]+)" if d is None else "-(?:" + "|".join(sorted(d, key=lambda w: (-len(w), w))) + ")"
+            "-(?:[a-z]+)" if d is None or any_words else "-(?:" + "|".join(sorted(d, key=lambda w: (-len(w), w))) + ")"
             for d in self.dictionaries
         )
         return f"(?:{prefix_alternation}){words}-{_char_class(self.suffix_alphabet)}{{{self.suffix_length}}}"
@@ -93,7 +94,7 @@ class UuidFormat:
     def match(self, value: str, prefixes: Prefixes) -> bool:
         return len(value) == 36 and value != NIL_UUID and _UUID.fullmatch(value) is not None
 
-    def pattern(self, prefix_alternation: str) -> str:
+    def pattern(self, prefix_alternation: str, *, any_words: bool = False) -> str:
         return "(?!00000000-0000-0000-0000-000000000000$)" + "-".join(
             f"[0-9a-f]{{{n}}}" for n in (8, 4, 4, 4, 12))
 

@@ -58,6 +58,7 @@ ID_MODELS: Final = (
     "TeamTaskAttachment",
     "DomainEvent",
     "ApiKey",
+    "OrganizationInvitation",
 )
 
 #: Model name -> prefix.  Read-only; every value equals ``derive_prefix(model)`` (tested).

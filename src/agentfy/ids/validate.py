@@ -194,8 +194,25 @@ def id_pattern(prefix: PrefixArg = None) -> str:
     For OpenAPI/JSON Schema (ECMA-262 semantics: ``$`` is the end of the string).  In Python use it with
     ``re.fullmatch``, because Python's ``$`` also matches before a trailing newline.
     """
+    return _anchored(prefix, any_words=False)
+
+
+def id_shape_pattern(prefix: PrefixArg) -> str:
+    """``id_pattern(prefix)`` with every word slot ``[a-z]+``: the prefix and the structure (how many words, the
+    suffix's length and alphabet), not the dictionaries.
+
+    A value matches ``id_pattern(prefix)`` exactly when it matches both ``id_pattern()`` (any registered prefix,
+    the real dictionaries) and this: the suffix length tells the canonical and legacy shapes apart, and the
+    number of segments then pins the prefix.  An OpenAPI document can so state the 8 KB dictionaries once and
+    each entity's ID in a few hundred bytes (``allOf`` of the two).
+    """
+    return _anchored(prefix, any_words=True)
+
+
+def _anchored(prefix: PrefixArg, *, any_words: bool) -> str:
     prefixes = allowed_prefixes(prefix)
     assert prefixes is not None
     alternation = "|".join(p for p in ID_PREFIXES_LONGEST_FIRST if p in prefixes)
-    shapes = [CANONICAL.pattern(alternation), *(fmt.pattern(alternation) for fmt in LEGACY_ID_FORMATS)]
+    shapes = [CANONICAL.pattern(alternation, any_words=any_words),
+              *(fmt.pattern(alternation, any_words=any_words) for fmt in LEGACY_ID_FORMATS)]
     return "^(?:" + "|".join(shapes) + ")$"

@@ -1,0 +1,114 @@
+"""The OpenAPI document, compact: the ID dictionaries once, each error response once.
+
+An anchored ID pattern lists the 200 adjectives and 300 nouns of the format (and the legacy verbs: about 8 KB).
+Inlined at each of the hundred-odd ID fields and parameters, and with the error responses repeated on every
+operation, the document was close to a megabyte, which clients and Swagger UI load slowly.  :func:`compact`:
+
+* replaces each inline ID schema with a ``$ref`` to ``#/components/schemas/<Model>Id``, and the agent
+  reference ("an ID or an agent_key") with ``AgentRef``, keeping the field's own description and examples
+  beside the reference (allowed in OpenAPI 3.1);
+* states the dictionaries once, in ``AnyId`` (``id_pattern()``: any registered prefix), and each entity's ID
+  as ``allOf`` of ``AnyId`` and that entity's short structural pattern (``id_shape_pattern``).  A value is
+  valid for both exactly when it is a valid ID of that entity (see ``id_shape_pattern``), so every ID
+  parameter still carries its whole anchored pattern;
+* refers each operation's error responses to ``#/components/responses``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from agentfy.gateway.errors import ERROR_RESPONSES
+from agentfy.gateway.routes.schemas import AGENT_KEY_PATTERN, AGENT_REF_DESCRIPTION, AGENT_REF_PATTERN
+from agentfy.ids import ID_ENTITIES, ID_MAX_LENGTH, id_pattern, id_shape_pattern
+
+_REPLACED: Final = frozenset({"type", "pattern", "maxLength"})
+_ERROR_BODY_REF: Final = "#/components/schemas/ErrorBody"
+
+
+def _is_string(schema: object) -> bool:
+    return isinstance(schema, dict) and schema.get("type") == "string" and "pattern" not in schema
+
+
+def _component_name(prefix: str) -> str:
+    return "".join(part.capitalize() for part in prefix.split("-")) + "Id"
+
+
+def _id_components() -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """(pattern -> component name, component name -> schema) for every registered prefix and agent refs."""
+    names: dict[str, str] = {}
+    schemas: dict[str, dict[str, Any]] = {
+        "AnyId": {"type": "string", "maxLength": ID_MAX_LENGTH, "pattern": id_pattern(),
+                  "description": "An ID of any registered entity, canonical or Agentfy legacy: the word "
+                                 "dictionaries, stated once. Validated exactly: no case folding, trimming or "
+                                 "decoding."}}
+    for model, prefix in sorted(ID_ENTITIES.items()):
+        name = _component_name(prefix)
+        names[id_pattern(prefix)] = name
+        schemas[name] = {
+            "type": "string", "maxLength": ID_MAX_LENGTH,
+            "allOf": [{"$ref": "#/components/schemas/AnyId"}, {"pattern": id_shape_pattern(prefix)}],
+            "description": f"The ID of a {model}: {prefix}-<adjective>-<noun>-<12 Crockford base32> (or an "
+                           "Agentfy legacy ID)."}
+    names[AGENT_REF_PATTERN] = "AgentRef"
+    schemas["AgentRef"] = {"anyOf": [{"$ref": "#/components/schemas/AgentId"},
+                                     {"type": "string", "pattern": AGENT_KEY_PATTERN}],
+                           "description": AGENT_REF_DESCRIPTION}
+    return names, schemas
+
+
+def _error_response_name(status: int | str) -> str:
+    return f"Error{status}"
+
+
+def compact(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with shared ID components and shared error responses (see the module docstring)."""
+    names, id_schemas = _id_components()
+    used: set[str] = set()
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        pattern = node.get("pattern")
+        if isinstance(pattern, str) and pattern in names:
+            reference = {"$ref": f"#/components/schemas/{names[pattern]}"}
+            if node.get("type") == "string":  # an ID
+                used.add(names[pattern])
+                return {**reference, **{key: walk(value) for key, value in node.items() if key not in _REPLACED}}
+            branches = node.get("anyOf")
+            if isinstance(branches, list) and any(_is_string(b) for b in branches):  # an ID (or a key) or null
+                used.add(names[pattern])
+                kept = {key: walk(value) for key, value in node.items() if key not in _REPLACED | {"anyOf"}}
+                return {"anyOf": [{**reference, **{k: v for k, v in b.items() if k != "type"}} if _is_string(b)
+                                  else b for b in branches], **kept}
+        return {key: walk(value) for key, value in node.items()}
+
+    compacted: dict[str, Any] = walk(document)
+    for name in list(used):  # what the used components refer to
+        if name == "AgentRef":
+            used.add("AgentId")
+    if used:
+        used.add("AnyId")
+    components = compacted.setdefault("components", {})
+    components.setdefault("schemas", {}).update({name: id_schemas[name] for name in sorted(used)})
+    _share_error_responses(compacted)
+    return compacted
+
+
+def _share_error_responses(document: dict[str, Any]) -> None:
+    shared: dict[str, Any] = {}
+    for status, spec in ERROR_RESPONSES.items():
+        shared[_error_response_name(status)] = {
+            "description": spec["description"],
+            "content": {"application/json": {"schema": {"$ref": _ERROR_BODY_REF}}}}
+    descriptions = {str(status): spec["description"] for status, spec in ERROR_RESPONSES.items()}
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            responses = operation.get("responses", {}) if isinstance(operation, dict) else {}
+            for status, response in list(responses.items()):
+                schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+                if descriptions.get(status) == response.get("description") and schema == {"$ref": _ERROR_BODY_REF}:
+                    responses[status] = {"$ref": f"#/components/responses/{_error_response_name(status)}"}
+    document.setdefault("components", {})["responses"] = shared
