@@ -36,7 +36,7 @@ const NIL_UUID = '00000000-0000-0000-0000-000000000000'
 const REGISTRY = new Set([
   'agent', 'agent-config-permission', 'agent-link', 'agent-mcp-server', 'api-key', 'cron-job',
   'domain-event', 'episodic-summary', 'kg-entity', 'kg-relation', 'memory-chunk', 'memory-document', 'org',
-  'org-credential', 'org-member', 'org-policy', 'skill', 'team', 'team-api-key', 'team-member', 'team-task',
+  'org-credential', 'org-invitation', 'org-member', 'org-policy', 'skill', 'team', 'team-api-key', 'team-member', 'team-task',
   'team-task-attachment', 'user', 'vault-document',
 ])
 
