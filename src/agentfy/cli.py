@@ -60,6 +60,8 @@ app.add_typer(db_app, name="db")
 
 events_app = typer.Typer(help="The durable event bus: dead letters and requeues.", no_args_is_help=True)
 app.add_typer(events_app, name="events")
+admin_app = typer.Typer(help="Platform administration: the platform-admin API key.", no_args_is_help=True)
+app.add_typer(admin_app, name="admin")
 cutover_app = typer.Typer(
     help="The ID cutover: every legacy identity (bare UUIDs, retired organization-… prefixes) to its canonical "
          "ID, in one verified transaction. See docs/cutover.md.",
@@ -421,6 +423,26 @@ def _default_backup_path(url: sa.URL, dialect: str) -> Path:
         database = Path(url.database or "agentfy.db")
         return database.with_name(f"{database.name}.pre-cutover-{stamp}.sqlite3")
     return Path(f"{url.database or 'agentfy'}-pre-cutover-{stamp}.dump")
+
+
+@admin_app.command("rotate-key")
+def admin_rotate_key(database_url: DatabaseUrlOption = None) -> None:
+    """Issue a new platform-admin API key and revoke every other one, in one transaction.
+
+    The new key is printed once (only its hash is stored): store it now. Running servers refuse the old keys
+    from the moment this commits. If $AGENTFY_ADMIN_API_KEY holds the old key, set it to the new one.
+    """
+    from agentfy.gateway.bootstrap import rotate_admin_key  # noqa: PLC0415 - admin-only import
+
+    db = _open_database(database_url)
+    try:
+        key, revoked = rotate_admin_key(db)
+    finally:
+        db.dispose()
+    out.print("[bold]new platform-admin API key (shown once; store it now):[/bold]", highlight=False)
+    out.print(key, highlight=False, soft_wrap=True)
+    err.print(f"revoked {len(revoked)} earlier platform-admin key(s)" + (f": {', '.join(revoked)}" if revoked else ""),
+              highlight=False, soft_wrap=True)
 
 
 @app.command("worker")

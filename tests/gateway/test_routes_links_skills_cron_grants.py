@@ -127,8 +127,10 @@ def test_cron_jobs_are_scheduled_by_the_actor_and_toggled(client: TestClient, ac
     by_service_key = post(client, f"/v1/agents/{one['id']}/cron-jobs", {"schedule": "@hourly", "enabled": False},
                           acme.headers("operator"))
     assert by_service_key["created_by"].startswith("api-key-") and by_service_key["user_id"] == ""
-    assert client.get("/v1/agents/one/cron-jobs", headers=acme.headers("member")).json() == [job, by_service_key]
-    assert client.get(f"/v1/cron-jobs/{job['id']}", headers=acme.headers("member")).json() == job
+    assert client.get("/v1/agents/one/cron-jobs", headers=acme.headers("operator")).json() == [job, by_service_key]
+    assert client.get(f"/v1/cron-jobs/{job['id']}", headers=acme.headers("member")).status_code == 404  # Ada's scope
+    assert client.get("/v1/agents/one/cron-jobs", headers=acme.headers("member")).json() == []
+    assert client.get(f"/v1/cron-jobs/{job['id']}", headers=as_ada).json() == job
 
     disabled = client.patch(f"/v1/cron-jobs/{job['id']}", json={"enabled": False}, headers=acme.headers("operator"))
     assert disabled.status_code == 200 and disabled.json()["enabled"] is False

@@ -59,7 +59,9 @@ def test_a_session_lifecycle_by_agent_key(db: Database, client: TestClient, acme
     session = opened.json()
     assert session["agent_id"] == bot["id"] and session["user_id"] == alice  # default scope: the key's user
     assert session["status"] == "open" and session["completed_at"] is None
-    assert client.get("/v1/sessions/tg:42", headers=acme.headers("member")).json() == session
+    assert client.get("/v1/sessions/tg:42", headers=acme.headers("operator")).json() == session
+    assert client.get("/v1/sessions/tg:42", headers=headers).json() == session  # alice's own
+    assert client.get("/v1/sessions/tg:42", headers=acme.headers("member")).status_code == 404  # not this key's
 
     for text in ("hello", "how are you?"):
         sent = client.post("/v1/sessions/tg:42/messages", json={"role": "user", "content": text}, headers=headers)
@@ -87,8 +89,10 @@ def test_completing_publishes_one_session_completed_with_the_agents_id(db: Datab
                                                                          acme: Tenant) -> None:
     bot = agent(client, acme)
     open_session(client, acme, "s-1", "support", user_id="group:telegram:7")
-    first = client.post("/v1/sessions/s-1/complete", headers=acme.headers("member")).json()
-    second = client.post("/v1/sessions/s-1/complete", headers=acme.headers("member")).json()
+    # a group's session: a member key may not complete it (another scope), an operator may
+    assert client.post("/v1/sessions/s-1/complete", headers=acme.headers("member")).status_code == 404
+    first = client.post("/v1/sessions/s-1/complete", headers=acme.headers("operator")).json()
+    second = client.post("/v1/sessions/s-1/complete", headers=acme.headers("operator")).json()
     assert first["event_id"] is not None and second["event_id"] is None
     assert first["completed_at"] == second["completed_at"]
     events = completed_events(db)

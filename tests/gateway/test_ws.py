@@ -190,15 +190,16 @@ def test_a_signed_context_revoked_by_bumping_the_epoch_is_refused(db: Database, 
         assert live.result("agents.list") == []
         auth.bump_signing_epoch(db)
         revoked = live.call("agents.list")["error"]  # the live connection ends at its next request
-        assert revoked["code"] == "unauthorized" and revoked["message"] == "the signed context was revoked"
+        assert revoked["code"] == "revoked" and revoked["message"].startswith("the signed context was revoked")
         expect_close(live.ws)
     with client.websocket_connect("/v1/ws", headers=bearer) as ws:  # and it cannot reconnect
         reply = ws.receive_json()
-        assert reply["error"] == {"code": "unauthorized", "message": "the signed context was revoked", "status": 401}
+        assert reply["error"] == {"code": "revoked", "status": 401,
+                                  "message": "the signed context was revoked (the signing epoch moved)"}
         expect_close(ws)
     with client.websocket_connect("/v1/ws") as ws:
         ws.send_json({"id": 1, "method": "auth", "params": {"token": token}})
-        assert ws.receive_json()["error"]["code"] == "unauthorized"
+        assert ws.receive_json()["error"]["code"] == "revoked"
         expect_close(ws)
 
 
@@ -209,7 +210,7 @@ def test_a_revoked_api_key_ends_the_live_connection(db: Database, client: TestCl
             key = next(k for k in api_keys.list_api_keys(tx, acme.scope) if k.role == "member")
             api_keys.revoke_api_key(tx, acme.scope, key.id)
         error = rpc.call("agents.list")["error"]
-        assert error["code"] == "unauthorized" and error["status"] == 401
+        assert error["code"] == "revoked" and error["status"] == 401
         expect_close(rpc.ws)
 
 

@@ -234,3 +234,21 @@ def test_an_organization_deleted_elsewhere_is_heard(pg_pair: tuple[Database, Dat
         orgs.delete_organization(tx, acme.tenant_id)
     assert heard.wait(1) == [("org", "deleted", None)]
     assert heard.committed[0].tenant_id == Scope(acme.tenant_id).tenant_id
+
+
+def test_another_process_on_a_sqlite_file_hears_changes_through_the_log(sqlite_db: Database) -> None:
+    other = Database(sqlite_db.url)  # as a server beside a CLI command would
+    try:
+        assert other.changes.start_listening(other.conninfo)
+        heard = Recorder(other)
+        acme = new_tenant(sqlite_db, "acme")
+        bot = new_agent(sqlite_db, acme, "bot")
+        with sqlite_db.transaction() as tx:
+            agents.rename_agent(tx, acme, bot.id, "helper")
+        assert heard.wait(2) == [("agent", "created", "bot"), ("agent", "renamed", "helper")]
+        new_agent(other, acme, "own")  # its own changes are told once, in-process, not again from the log
+        time.sleep(0.3)
+        assert [c.key for c in heard.committed] == ["bot", "helper", "own"]
+    finally:
+        other.changes.stop_listening()
+        other.dispose()

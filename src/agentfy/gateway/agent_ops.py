@@ -1,8 +1,9 @@
 """The agent operations behind both APIs: ``POST/GET/PATCH/DELETE /v1/agents…`` and the WebSocket
 ``agents.*`` methods call these, so the two cannot drift in roles, resolution or results.
 
-Roles: listing and reading need any key; creating and updating need operator; deleting needs admin.
-Writes resolve their target in their own transaction (:func:`agentfy.gateway.resolve.agent_in`); reads use
+Who may call each is decided before they run, by the one access policy (``agentfy.permissions.access``:
+the HTTP dependency and the WebSocket dispatcher both call ``authorize``).  Writes resolve their target in
+their own transaction (:func:`agentfy.gateway.resolve.agent_in`); reads use
 the router's cache (:func:`agentfy.gateway.resolve.agent_loop`).  WebSocket clients hear of every change
 through the change feed, whichever API or process made it.
 """
@@ -40,16 +41,14 @@ def get_agent(gateway: GatewayState, who: Principal, ref: str) -> Agent:
 
 
 def create_agent(gateway: GatewayState, who: Principal, body: AgentIn) -> Agent:
-    """A new agent (operator); a taken ``agent_key`` is 409."""
-    who.require_role("operator")
+    """A new agent; a taken ``agent_key`` is 409."""
     with gateway.db.transaction() as tx:
         return agents.create_agent(tx, who.scope, agent_key=body.agent_key, display_name=body.display_name,
                                    config=body.config)
 
 
 def update_agent(gateway: GatewayState, who: Principal, ref: str, patch: AgentPatch) -> Agent:
-    """Rename (a new ``agent_key``; the ID never changes) and/or update (operator)."""
-    who.require_role("operator")
+    """Rename (a new ``agent_key``; the ID never changes) and/or update."""
     with gateway.db.transaction() as tx:
         agent_id = agent_in(tx, who, ref).id
         if patch.agent_key is not None:
@@ -58,8 +57,7 @@ def update_agent(gateway: GatewayState, who: Principal, ref: str, patch: AgentPa
 
 
 def delete_agent(gateway: GatewayState, who: Principal, ref: str) -> AgentId:
-    """Delete the agent and everything it owns (admin); returns its ID."""
-    who.require_role("admin")
+    """Delete the agent and everything it owns; returns its ID."""
     with gateway.db.transaction() as tx:
         agent_id = agent_in(tx, who, ref).id
         agents.delete_agent(tx, who.scope, agent_id)

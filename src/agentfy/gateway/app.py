@@ -13,15 +13,20 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Final
 
-from fastapi import Depends, FastAPI, Header, Request
+from fastapi import Depends, FastAPI, Request, Security
 from fastapi.concurrency import run_in_threadpool
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from agentfy import __version__
 from agentfy.agents.router import Router
 from agentfy.gateway import errors
-from agentfy.gateway.auth import SIGNED_CONTEXT_PREFIX, Principal, bearer, principal_from_key, verify_context
+from agentfy.gateway.auth import Principal, bearer, lookup
+from agentfy.gateway.openapi import compact
+from agentfy.gateway.principals import PrincipalCache
 from agentfy.identity.context import set_for_task
+from agentfy.permissions.access import authorize
 from agentfy.store.db import Database
 from agentfy.store.migrate import is_at_head
 
@@ -31,11 +36,12 @@ FEED_CONNECT_TIMEOUT_SECONDS: Final = 10.0
 
 @dataclass
 class GatewayState:
-    """What the routes share: the database, the router cache, the signing secret, in-process workers."""
+    """What the routes share: the database, the router and principal caches, the signing secret, workers."""
 
     db: Database
     router: Router
     signing_secret: bytes
+    principals: PrincipalCache
     run_workers: bool = False
     #: Run short indexed look-ups (the API key, a cache miss) on the event loop instead of a worker thread:
     #: on embedded SQLite they take tens of microseconds, less than the thread hop itself.  Never on
@@ -50,26 +56,52 @@ def state(request: Request) -> GatewayState:
     return gateway
 
 
-def lookup_principal(gateway: GatewayState, token: str) -> Principal:
-    """The principal of a bearer credential (an API key or a signed context), or 401."""
+#: Methods that only read: their credential may come from the principal cache.
+READ_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def lookup_principal(gateway: GatewayState, token: str, *, fresh: bool = False,
+                     allow_expired: bool = False) -> Principal:
+    """The principal of a bearer credential (an API key, a team key or a signed context), or 401.
+
+    Reads may take it from the principal cache (the change feed drops an entry within milliseconds of a
+    revocation committing anywhere); ``fresh`` — every write — checks the chain in the database, so no write
+    is ever made with a credential revoked a moment ago in another process.  ``allow_expired``: a signed
+    context's expiry is not checked (an established WebSocket connection; see ``verify_context``)."""
+    found, generation = gateway.principals.get(token, allow_expired=allow_expired)
+    if found is not None and not fresh:
+        return found
     with gateway.db.transaction(write=False) as tx:
-        if token.startswith(SIGNED_CONTEXT_PREFIX):
-            return verify_context(tx, gateway.signing_secret, token)
-        return principal_from_key(tx, token)
+        found = lookup(tx, gateway.signing_secret, token, allow_expired=allow_expired)
+    gateway.principals.put(token, found, generation)
+    return found
 
 
-async def principal(request: Request, authorization: Annotated[str | None, Header()] = None) -> Principal:
-    """The request's principal from its bearer credential (401 without one), set as the request context.
+#: The API key or signed context, as an HTTP bearer security scheme: OpenAPI documents it (``/docs`` has an
+#: Authorize button; generated clients send it as a credential, not as data).  The header itself is read by
+#: :func:`principal`, which refuses anything malformed with the contract's 401.
+BEARER_SCHEME: Final = HTTPBearer(auto_error=False, scheme_name="bearer",
+                                  description="An API key (agfy_ok_…, agfy_tk_…) or a signed context (agfy_sc_…).")
 
-    Async so that the context is set in the request's own task (a sync dependency runs in a worker thread
-    whose context the endpoint never sees); the database look-up itself runs in the thread pool.
+
+async def principal(request: Request,
+                    _credentials: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER_SCHEME)]) -> Principal:
+    """The request's principal from its bearer credential (401 without a good one), allowed to call the
+    route's operation (403 otherwise, by the one access policy), and set as the request context.
+
+    The operation is the route's ``operation_id``: the key of its rule in :data:`agentfy.permissions.access.
+    RULES`.  Async so that the context is set in the request's own task (a sync dependency runs in a worker
+    thread whose context the endpoint never sees); a cached principal costs no thread hop, and a look-up runs
+    in the thread pool (inline on embedded SQLite).
     """
     gateway = state(request)
-    token = bearer(authorization)
-    if gateway.inline_lookups:
-        who = lookup_principal(gateway, token)
-    else:
-        who = await run_in_threadpool(lookup_principal, gateway, token)
+    token = bearer(request.headers.get("authorization"))
+    fresh = request.method not in READ_METHODS
+    who = None if fresh else gateway.principals.get(token)[0]
+    if who is None:
+        who = (lookup_principal(gateway, token, fresh=fresh) if gateway.inline_lookups
+               else await run_in_threadpool(lambda: lookup_principal(gateway, token, fresh=fresh)))
+    authorize(who, request.scope["route"].operation_id)
     set_for_task(who.context())
     return who
 
@@ -91,7 +123,7 @@ def _start_workers(gateway: GatewayState) -> None:
 
 def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers: bool = False) -> FastAPI:
     """The application on ``db``; ``run_workers`` runs the consolidation workers in a thread of this process."""
-    gateway = GatewayState(db, Router(db), signing_secret or os.urandom(32), run_workers,
+    gateway = GatewayState(db, Router(db), signing_secret or os.urandom(32), PrincipalCache(db), run_workers,
                            inline_lookups=db.dialect == "sqlite")
 
     @asynccontextmanager
@@ -138,4 +170,13 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
     from agentfy.gateway.routes import register  # noqa: PLC0415 - the routes import this module's dependencies
 
     register(app)
+
+    def openapi_document() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = compact(get_openapi(title=app.title, version=app.version,
+                                                     description=app.description, routes=app.routes))
+        return app.openapi_schema
+
+    app.openapi = openapi_document  # type: ignore[method-assign]
     return app
+

@@ -51,9 +51,13 @@ def _bootstrap(db: Database) -> Bootstrap:
         from_env = os.environ.get(ADMIN_KEY_ENV)
         new_key: str | None = None
         if from_env:
-            if api_keys.find_api_key(tx, from_env) is None:
+            chain = api_keys.key_chain(tx, from_env)
+            if chain is None:
                 api_keys.create_api_key(tx, scope, name="platform admin (from environment)", role="owner",
                                         platform_admin=True, key=from_env)
+            elif chain.key.revoked_at is not None:
+                raise ValueError(f"${ADMIN_KEY_ENV} names a revoked key (revoked at {chain.key.revoked_at}, by "
+                                 "`agentfy admin rotate-key` or the API): set it to the current key, or unset it")
         elif not api_keys.platform_admin_key_exists(tx):
             new_key = api_keys.create_api_key(tx, scope, name="platform admin", role="owner",
                                               platform_admin=True).key
@@ -70,6 +74,21 @@ def refuse_a_legacy_database(db: Database) -> None:
     found = legacy_identities(db)
     if found:
         raise LegacyDatabaseError(found)
+
+
+def rotate_admin_key(db: Database) -> tuple[str, list[str]]:
+    """A new platform-admin key (its plaintext, returned once) and every other live platform-admin key
+    revoked, in one transaction: ``(new key, revoked key IDs)``.  Running servers stop accepting the old keys
+    as soon as it commits (the change feed)."""
+    with db.transaction() as tx:
+        platform, _ = orgs.ensure_platform_organization(tx)
+        scope = Scope(platform.id)
+        old = api_keys.live_platform_admin_keys(tx)
+        issued = api_keys.create_api_key(tx, scope, name="platform admin (rotated)", role="owner",
+                                         platform_admin=True)
+        for key_id in old:
+            api_keys.revoke_api_key(tx, scope, key_id)
+    return issued.key, old
 
 
 def signing_secret(db: Database) -> bytes:

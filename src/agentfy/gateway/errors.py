@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.identity.keys import InvalidTenantSlugError
+from agentfy.permissions.access import AccessDenied
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
 
 logger: Final = logging.getLogger("agentfy.gateway")
@@ -75,6 +76,8 @@ def describe(error: BaseException) -> tuple[int, dict[str, Any]]:
     """``(status, body)`` for any exception, by the contract above."""
     if isinstance(error, ApiError):
         return error.status, error_body(error.code, error.message, **error.details)
+    if isinstance(error, AccessDenied):
+        return error.status, error_body("forbidden" if error.status == 403 else "not_found", error.message)
     if isinstance(error, InvalidIdError):
         value = error.value if isinstance(error.value, str) else None
         return 422, error_body("invalid_id", str(error), field=error.field, value=value, expected=error.expected)
@@ -133,6 +136,6 @@ def install(app: FastAPI) -> None:
 
     app.add_exception_handler(RequestValidationError, handle_validation)
     app.add_exception_handler(StarletteHTTPException, handle_http)
-    for known in (ApiError, InvalidIdError, InvalidAgentKeyError, InvalidTenantSlugError, StoreError):
+    for known in (ApiError, AccessDenied, InvalidIdError, InvalidAgentKeyError, InvalidTenantSlugError, StoreError):
         app.add_exception_handler(known, handle)
     app.add_exception_handler(Exception, handle)  # the 500 of last resort (Starlette's server-error hook)

@@ -57,6 +57,7 @@ _NO_DEFAULTS: Final[dict[str, Any]] = {}
 #: How often a transaction is begun on a fresh connection after a pooled one turned out to be dead.
 _BEGIN_ATTEMPTS: Final = 3
 _NOTIFY: Final = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload"
+_LOG_CHANGE: Final = "INSERT INTO change_log (origin, payload, created_at) VALUES (?, ?, ?)"
 #: psycopg's integrity error classes, by name (so this module does not import psycopg for SQLite users).
 _INTEGRITY_ERRORS: Final = frozenset({"UniqueViolation", "ForeignKeyViolation", "CheckViolation",
                                       "NotNullViolation", "IntegrityError"})
@@ -339,9 +340,12 @@ class Tx:
                 return
             sent_at = time.time()
             changes = [change._replace(at=sent_at) for change in self._changes]
-            if not self._sqlite:
-                self._cursor.execute(_NOTIFY, (CHANNEL, [change.encode() for change in changes]))
             feed = self.db.changes
+            if self._sqlite:  # for other processes on the file, which tail the log
+                stamp = now()
+                self._cursor.executemany(_LOG_CHANGE, [(feed.origin, change.encode(), stamp) for change in changes])
+            else:
+                self._cursor.execute(_NOTIFY, (CHANNEL, [change.encode() for change in changes]))
             if feed.delivers_in_process:
                 with feed.order_lock:  # deliveries follow commit order
                     self._cursor.execute("COMMIT")

@@ -37,6 +37,7 @@ class IdColumn:
     nullable: bool
     target: str | None
     has_fk: bool
+    may_dangle: bool = False  # a reference that may name nothing by design (an invitation's invitee)
 
 
 @dataclass
@@ -81,7 +82,8 @@ def id_columns() -> list[IdColumn]:
             else:
                 continue
             if prefix:
-                found.append(IdColumn(table.name, column.name, prefix, bool(column.nullable), target, has_fk))
+                found.append(IdColumn(table.name, column.name, prefix, bool(column.nullable), target, has_fk,
+                                      bool(column.info.get("may_dangle"))))
     return found
 
 
@@ -129,7 +131,7 @@ def scan(db: Database, *, progress: Callable[[IdColumn], None] | None = None) ->
             elif not is_id(value, column.prefix):
                 invalid.add(value)
         findings.extend(f for f in (empty, nil, invalid) if f.count)
-        if column.target is not None:
+        if column.target is not None and not column.may_dangle:
             count, examples = _dangling(db, column)
             if count:
                 findings.append(Finding(column.table, column.column, f"points at nothing in {column.target}",

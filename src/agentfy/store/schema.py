@@ -52,10 +52,15 @@ def id_pk(prefix: str) -> sa.Column[str]:
                      info={"id_prefix": prefix})
 
 
-def soft_ref(name: str, target: str, *, nullable: bool = True) -> sa.Column[str]:
-    """A reference to ``target`` without a foreign key (telemetry volume, or a cycle); the orphan scan and
-    the cutover find it through ``info["references"]``."""
-    return sa.Column(name, sa.Text, nullable=nullable, info={"references": target})
+def soft_ref(name: str, target: str, *, nullable: bool = True, why: str | None = None,
+             may_dangle: bool = False) -> sa.Column[str]:
+    """A reference to ``target`` without a foreign key (telemetry volume, a cycle, or on purpose: ``why``);
+    the orphan scan and the cutover find it through ``info["references"]``.  ``may_dangle``: naming nothing
+    is normal (the orphan scan does not report it)."""
+    info: dict[str, object] = {"references": target, "may_dangle": may_dangle}
+    if why is not None:
+        info["why_no_fk"] = why
+    return sa.Column(name, sa.Text, nullable=nullable, info=info)
 
 
 def ref(name: str, target: str, *, on_delete: str, nullable: bool = False, **kwargs: Any) -> sa.Column[str]:
@@ -106,6 +111,30 @@ org_members = _table(
     sa.UniqueConstraint("org_id", "user_id"),
     sa.CheckConstraint("role IN ('owner', 'admin', 'operator', 'member')", name="role_known"),
     id_columns=("id", "org_id", "user_id"),
+)
+
+# An invitation for an existing person to join an organization: it becomes a membership only when the invited
+# person accepts with a credential of their own.  ``user_id`` has no foreign key on purpose: an invitation for
+# an ID that names nobody is stored exactly like one that names somebody, so inviting tells nothing about who
+# exists elsewhere.
+org_invitations = _table(
+    "org_invitations",
+    id_pk("org-invitation"),
+    tenant(),
+    soft_ref("user_id", "users.id", nullable=False, may_dangle=True,
+             why="an invitation may name nobody, and must look the same as one that names somebody"),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("status", sa.Text, nullable=False, server_default="pending"),
+    soft_ref("invited_by", "users.id", why="history: who invited stays recorded as it was"),
+    created_at(),
+    sa.Column("expires_at", sa.Text, nullable=False),
+    sa.Column("responded_at", sa.Text, nullable=True),
+    sa.CheckConstraint("role IN ('owner', 'admin', 'operator', 'member')", name="role_known"),
+    sa.CheckConstraint("status IN ('pending', 'accepted', 'declined', 'withdrawn')", name="status_known"),
+    sa.Index("ix_org_invitations_pending", "tenant_id", "user_id", unique=True,
+             sqlite_where=sa.text("status = 'pending'"), postgresql_where=sa.text("status = 'pending'")),
+    sa.Index("ix_org_invitations_user_id", "user_id"),
+    id_columns=("id", "tenant_id", "user_id", "invited_by"),
 )
 
 org_credentials = _table(
@@ -508,8 +537,22 @@ api_keys = _table(
     sa.Column("key_hash", sa.Text, nullable=False, unique=True),
     created_at(),
     sa.Column("revoked_at", sa.Text, nullable=True),
+    sa.Column("expires_at", sa.Text, nullable=True, comment="the key stops working then (NULL: never)"),
     sa.CheckConstraint("role IN ('owner', 'admin', 'operator', 'member')", name="role_known"),
     id_columns=("id", "tenant_id", "user_id"),
+)
+
+# The change feed's log on SQLite: every change a transaction records is also written here, in that
+# transaction, so another process on the same file (a CLI command beside `agentfy serve`) is heard: each
+# process tails the log for changes made by others.  PostgreSQL uses LISTEN/NOTIFY and leaves it empty.
+change_log = sa.Table(
+    "change_log",
+    metadata,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("origin", sa.Text, nullable=False, comment="the process (feed) that made the change"),
+    sa.Column("payload", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sqlite_autoincrement=True,
 )
 
 # Platform-wide settings the gateway keeps in the database (the signing epoch of signed contexts: bumping

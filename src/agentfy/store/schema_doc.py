@@ -51,8 +51,9 @@ def render() -> str:
     for table in metadata.sorted_tables:
         for column in table.columns:
             if "references" in column.info:
-                why = ("telemetry: append-only, high volume" if table.name in ("spans", "traces", "usage_snapshots")
-                       else "organizations and agents would reference each other; cleared when the agent is deleted")
+                why = column.info.get("why_no_fk") or (
+                    "telemetry: append-only, high volume" if table.name in ("spans", "traces", "usage_snapshots")
+                    else "organizations and agents would reference each other; cleared when the agent is deleted")
                 lines.append(f"| `{table.name}` | {column.name} | `{column.info['references']}` | {why} |")
     return "\n".join(lines) + "\n"
 

@@ -17,19 +17,19 @@ AgentRef = Annotated[str, Path(description=AGENT_REF_DESCRIPTION, max_length=100
                                json_schema_extra={"pattern": AGENT_REF_PATTERN})]
 
 
-@router.post("/agents", status_code=201, response_model=AgentOut)
+@router.post("/agents", operation_id="agents.create", status_code=201, response_model=AgentOut)
 def create_agent(body: AgentIn, who: Authenticated, gateway: Gateway) -> AgentOut:
     """Create an agent in the caller's organization (operator or higher). A taken agent_key is 409."""
     return agent_out(agent_ops.create_agent(gateway, who, body))
 
 
-@router.get("/agents", response_model=list[AgentOut])
+@router.get("/agents", operation_id="agents.list", response_model=list[AgentOut])
 def list_agents(who: Authenticated, gateway: Gateway) -> list[AgentOut]:
     """The caller's organization's agents, by key."""
     return [agent_out(a) for a in agent_ops.list_agents(gateway, who)]
 
 
-@router.get("/agents/{agent}", response_model=AgentOut)
+@router.get("/agents/{agent}", operation_id="agents.get", response_model=AgentOut)
 async def get_agent(agent: AgentRef, who: Authenticated, gateway: Gateway) -> AgentOut:
     """One agent by ID or key (served from the router's cache when warm). Another organization's: 404."""
     loop = gateway.router.get_cached(who.context(), agent)  # the hot path: no thread hop, no database
@@ -40,13 +40,13 @@ async def get_agent(agent: AgentRef, who: Authenticated, gateway: Gateway) -> Ag
     return agent_out(found)
 
 
-@router.patch("/agents/{agent}", response_model=AgentOut)
+@router.patch("/agents/{agent}", operation_id="agents.update", response_model=AgentOut)
 def update_agent(agent: AgentRef, body: AgentPatch, who: Authenticated, gateway: Gateway) -> AgentOut:
     """Rename (a new agent_key; the ID never changes) and/or update (operator or higher)."""
     return agent_out(agent_ops.update_agent(gateway, who, agent, body))
 
 
-@router.delete("/agents/{agent}", status_code=204, response_class=Response)
+@router.delete("/agents/{agent}", operation_id="agents.delete", status_code=204, response_class=Response)
 def delete_agent(agent: AgentRef, who: Authenticated, gateway: Gateway) -> Response:
     """Delete an agent and everything it owns (admin or higher)."""
     agent_ops.delete_agent(gateway, who, agent)

@@ -19,6 +19,8 @@ from agentfy.gateway.routes.schemas_admin import (
     CronJobOut,
     CronJobPatch,
 )
+from agentfy.permissions.access import require_scope, visible_scopes
+from agentfy.store.db import Tx
 from agentfy.store.repos import cron
 from agentfy.store.repos.cron import CronJob
 
@@ -38,10 +40,16 @@ def _actor(who: Principal) -> str:
     return actor
 
 
-@router.post("/agents/{agent}/cron-jobs", status_code=201, response_model=CronJobOut)
+def _job_in_reach(tx: Tx, who: Principal, operation: str, job_id: str) -> CronJob:
+    """The cron job, if the caller may use the scope it runs in; otherwise "not found"."""
+    job = cron.get_cron_job(tx, who.scope, job_id)
+    require_scope(who, operation, job.user_id, row=("cron job", job_id))
+    return job
+
+
+@router.post("/agents/{agent}/cron-jobs", operation_id="cron.create", status_code=201, response_model=CronJobOut)
 def create_cron_job(agent: AgentRef, body: CronJobIn, who: Authenticated, gateway: Gateway) -> CronJobOut:
     """Schedule the agent (operator).  The job runs in the scope of the user the key acts as."""
-    who.require_role("operator")
     actor = _actor(who)
     with gateway.db.transaction() as tx:
         agent_id = agent_in(tx, who, agent).id
@@ -51,34 +59,36 @@ def create_cron_job(agent: AgentRef, body: CronJobIn, who: Authenticated, gatewa
     return job_out(job)
 
 
-@router.get("/agents/{agent}/cron-jobs", response_model=list[CronJobOut])
+@router.get("/agents/{agent}/cron-jobs", operation_id="cron.list", response_model=list[CronJobOut])
 def list_cron_jobs(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[CronJobOut]:
-    """The agent's cron jobs, oldest first."""
+    """The agent's cron jobs, oldest first: those running in memory scopes the caller may see."""
     agent_id = agent_loop(gateway, who, agent).agent.id
+    visible = visible_scopes(who)
     with gateway.db.transaction(write=False) as tx:
-        return [job_out(job) for job in cron.list_cron_jobs(tx, who.scope, agent_id)]
+        jobs = cron.list_cron_jobs(tx, who.scope, agent_id)
+    return [job_out(job) for job in jobs if visible is None or job.user_id in visible]
 
 
-@router.get("/cron-jobs/{job_id}", response_model=CronJobOut)
+@router.get("/cron-jobs/{job_id}", operation_id="cron.get", response_model=CronJobOut)
 def get_cron_job(job_id: CronJobIdPath, who: Authenticated, gateway: Gateway) -> CronJobOut:
-    """One cron job.  Another organization's: 404, like a missing one."""
+    """One cron job.  Another organization's, or one in a scope the caller may not see: 404, like a missing one."""
     with gateway.db.transaction(write=False) as tx:
-        return job_out(cron.get_cron_job(tx, who.scope, job_id))
+        return job_out(_job_in_reach(tx, who, "cron.get", job_id))
 
 
-@router.patch("/cron-jobs/{job_id}", response_model=CronJobOut)
+@router.patch("/cron-jobs/{job_id}", operation_id="cron.update", response_model=CronJobOut)
 def set_cron_job_enabled(job_id: CronJobIdPath, body: CronJobPatch, who: Authenticated,
                          gateway: Gateway) -> CronJobOut:
     """Enable or disable a cron job (operator)."""
-    who.require_role("operator")
     with gateway.db.transaction() as tx:
+        _job_in_reach(tx, who, "cron.update", job_id)
         return job_out(cron.set_cron_job_enabled(tx, who.scope, job_id, body.enabled))
 
 
-@router.delete("/cron-jobs/{job_id}", status_code=204, response_class=Response)
+@router.delete("/cron-jobs/{job_id}", operation_id="cron.delete", status_code=204, response_class=Response)
 def delete_cron_job(job_id: CronJobIdPath, who: Authenticated, gateway: Gateway) -> Response:
     """Delete a cron job (operator)."""
-    who.require_role("operator")
     with gateway.db.transaction() as tx:
+        _job_in_reach(tx, who, "cron.delete", job_id)
         cron.delete_cron_job(tx, who.scope, job_id)
     return Response(status_code=204)

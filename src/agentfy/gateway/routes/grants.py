@@ -28,12 +28,11 @@ def grant_out(grant: ConfigGrant) -> GrantOut:
                     granted_by=grant.granted_by, created_at=grant.created_at)
 
 
-@router.post("/agents/{agent}/grants", status_code=201, response_model=GrantOut,
+@router.post("/agents/{agent}/grants", operation_id="grants.set", status_code=201, response_model=GrantOut,
              responses={200: {"model": GrantOut, "description": "An existing grant was replaced."}})
 def grant(agent: AgentRef, body: GrantIn, who: Authenticated, gateway: Gateway, response: Response) -> GrantOut:
     """Allow (or explicitly deny, ``allow: false``) ``sender_id`` the ``config_type`` of the agent in the
     group chat ``chat_scope`` (admin).  Granting again replaces the grant (same ID, 200)."""
-    who.require_role("admin")
     with gateway.db.transaction() as tx:
         agent_id = agent_in(tx, who, agent).id
         existing = permissions.find_grant(tx, who.scope, agent_id, body.chat_scope, body.config_type,
@@ -46,7 +45,7 @@ def grant(agent: AgentRef, body: GrantIn, who: Authenticated, gateway: Gateway, 
     return grant_out(granted)
 
 
-@router.get("/agents/{agent}/grants", response_model=list[GrantOut])
+@router.get("/agents/{agent}/grants", operation_id="grants.list", response_model=list[GrantOut])
 def list_grants(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[GrantOut]:
     """The agent's grants, by chat scope, config type and sender."""
     agent_id = agent_loop(gateway, who, agent).agent.id
@@ -54,10 +53,9 @@ def list_grants(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[G
         return [grant_out(item) for item in permissions.list_grants(tx, who.scope, agent_id)]
 
 
-@router.delete("/grants/{grant_id}", status_code=204, response_class=Response)
+@router.delete("/grants/{grant_id}", operation_id="grants.delete", status_code=204, response_class=Response)
 def delete_grant(grant_id: GrantIdPath, who: Authenticated, gateway: Gateway) -> Response:
     """Remove a grant (admin); the default policy applies to the sender again."""
-    who.require_role("admin")
     with gateway.db.transaction() as tx:
         permissions.delete_grant(tx, who.scope, grant_id)
     return Response(status_code=204)

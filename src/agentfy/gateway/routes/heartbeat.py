@@ -12,7 +12,7 @@ from agentfy.gateway.routes.schemas_admin import HeartbeatOut
 router = APIRouter(tags=["agents"])
 
 
-@router.post("/agents/{agent}/heartbeat", response_model=HeartbeatOut)
+@router.post("/agents/{agent}/heartbeat", operation_id="agents.heartbeat", response_model=HeartbeatOut)
 def heartbeat(agent: AgentRef, who: Authenticated, gateway: Gateway) -> HeartbeatOut:
     """Check in with an agent named by ID or agent_key: its loop is loaded into (or found in) the router's
     cache, and the answer carries both identities and whether a run is in progress."""

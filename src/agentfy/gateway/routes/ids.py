@@ -28,7 +28,7 @@ _EXISTS = {prefix: sa.select(sa.literal(1)).select_from(table).where(
     for prefix, (table, column) in _TABLES.items() if prefix not in ("user", "domain-event")}
 
 
-@router.get("/ids/{value}")
+@router.get("/ids/{value}", operation_id="ids.explain")
 def explain(value: Annotated[str, Path(max_length=200, description="Any value; it is explained, not trusted.")],
             who: Authenticated, gateway: Gateway) -> dict[str, Any]:
     """Format, entity and words of ``value``, what is wrong with it if anything, whether it exists in the

@@ -24,6 +24,7 @@ from agentfy.gateway.routes.schemas_data import (
     renamed,
 )
 from agentfy.identity import AgentId, InvalidAgentKeyError, InvalidIdError
+from agentfy.permissions.access import require_scope, visible_scopes
 from agentfy.store.db import Tx
 from agentfy.store.errors import InvalidInputError, StoreError
 from agentfy.store.repos import knowledge
@@ -70,7 +71,7 @@ def _inputs(tx: Tx, who: Principal, body: GraphIngestIn) -> tuple[list[EntityInp
     return entities, relations
 
 
-@router.post("/knowledge/ingest", status_code=201, response_model=GraphIngestOut)
+@router.post("/knowledge/ingest", operation_id="knowledge.ingest", status_code=201, response_model=GraphIngestOut)
 def ingest(body: GraphIngestIn, who: Authenticated, gateway: Gateway) -> GraphIngestOut:
     """Ingest entities and relations in one go, all or nothing (operator or higher).
 
@@ -79,7 +80,8 @@ def ingest(body: GraphIngestIn, who: Authenticated, gateway: Gateway) -> GraphIn
     agent or entity that is missing or another organization's is 404 — each naming the row and field —
     and nothing is written. Returns the new IDs in input order.
     """
-    who.require_role("operator")
+    for entity in body.entities:
+        require_scope(who, "knowledge.ingest", entity.user_id)
     try:
         with gateway.db.transaction() as tx:  # agents are resolved in the writing transaction
             entities, relations = _inputs(tx, who, body)
@@ -92,22 +94,31 @@ def ingest(body: GraphIngestIn, who: Authenticated, gateway: Gateway) -> GraphIn
     return GraphIngestOut(entity_ids=list(result.entity_ids), relation_ids=list(result.relation_ids))
 
 
-@router.get("/agents/{agent}/knowledge/entities", response_model=list[KgEntityOut])
+@router.get("/agents/{agent}/knowledge/entities", operation_id="knowledge.entities.list",
+            response_model=list[KgEntityOut])
 def list_entities(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[KgEntityOut]:
-    """The agent's knowledge-graph entities, by name."""
+    """The agent's knowledge-graph entities, by name: those of memory scopes the caller may see."""
     agent_id = agent_loop(gateway, who, agent).agent.id
+    visible = visible_scopes(who)
     with gateway.db.transaction(write=False) as tx:
-        return [KgEntityOut(id=e.id, agent_id=e.agent_id, user_id=e.user_id, name=e.name, entity_type=e.entity_type,
-                            properties=e.properties, created_at=e.created_at)
-                for e in knowledge.list_entities(tx, who.scope, agent_id)]
+        entities = knowledge.list_entities(tx, who.scope, agent_id)
+    return [KgEntityOut(id=e.id, agent_id=e.agent_id, user_id=e.user_id, name=e.name, entity_type=e.entity_type,
+                        properties=e.properties, created_at=e.created_at)
+            for e in entities if visible is None or e.user_id in visible]
 
 
-@router.get("/agents/{agent}/knowledge/relations", response_model=list[KgRelationOut])
+@router.get("/agents/{agent}/knowledge/relations", operation_id="knowledge.relations.list",
+            response_model=list[KgRelationOut])
 def list_relations(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[KgRelationOut]:
-    """The agent's knowledge-graph relations, oldest first."""
+    """The agent's knowledge-graph relations, oldest first: those whose two entities are both in memory scopes
+    the caller may see."""
     agent_id = agent_loop(gateway, who, agent).agent.id
+    visible = visible_scopes(who)
     with gateway.db.transaction(write=False) as tx:
-        return [KgRelationOut(id=r.id, agent_id=r.agent_id, source_entity_id=r.source_entity_id,
-                              target_entity_id=r.target_entity_id, relation=r.relation, properties=r.properties,
-                              created_at=r.created_at)
-                for r in knowledge.list_relations(tx, who.scope, agent_id)]
+        relations = knowledge.list_relations(tx, who.scope, agent_id)
+        seen = None if visible is None else {e.id for e in knowledge.list_entities(tx, who.scope, agent_id)
+                                            if e.user_id in visible}
+    return [KgRelationOut(id=r.id, agent_id=r.agent_id, source_entity_id=r.source_entity_id,
+                          target_entity_id=r.target_entity_id, relation=r.relation, properties=r.properties,
+                          created_at=r.created_at)
+            for r in relations if seen is None or (r.source_entity_id in seen and r.target_entity_id in seen)]

@@ -36,18 +36,17 @@ def mcp_out(server: AgentMcpServer) -> McpServerOut:
 
 
 # -- links ------------------------------------------------------------------------------------------------
-@router.post("/agents/{agent}/links", status_code=201, response_model=LinkOut)
+@router.post("/agents/{agent}/links", operation_id="links.create", status_code=201, response_model=LinkOut)
 def create_link(agent: AgentRef, body: LinkIn, who: Authenticated, gateway: Gateway) -> LinkOut:
     """Link the agent to ``target`` (another agent, by ID or agent_key) with ``kind`` (operator).  The same
     link twice: 409; an agent linked to itself: 422."""
-    who.require_role("operator")
     with gateway.db.transaction() as tx:
         source = agent_in(tx, who, agent).id
         target = agent_in(tx, who, body.target, field="target").id
         return link_out(links.create_link(tx, who.scope, source, target, kind=body.kind))
 
 
-@router.get("/agents/{agent}/links", response_model=list[LinkOut])
+@router.get("/agents/{agent}/links", operation_id="links.list", response_model=list[LinkOut])
 def list_links(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[LinkOut]:
     """The links with the agent at either end, oldest first."""
     agent_id = agent_loop(gateway, who, agent).agent.id
@@ -55,39 +54,36 @@ def list_links(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[Li
         return [link_out(link) for link in links.list_links(tx, who.scope, agent_id)]
 
 
-@router.delete("/links/{link_id}", status_code=204, response_class=Response)
+@router.delete("/links/{link_id}", operation_id="links.delete", status_code=204, response_class=Response)
 def delete_link(link_id: LinkIdPath, who: Authenticated, gateway: Gateway) -> Response:
     """Delete a link (operator); its agents stay."""
-    who.require_role("operator")
     with gateway.db.transaction() as tx:
         links.delete_link(tx, who.scope, link_id)
     return Response(status_code=204)
 
 
 # -- MCP servers ------------------------------------------------------------------------------------------
-@router.post("/agents/{agent}/mcp-servers", status_code=201, response_model=McpServerOut)
+@router.post("/agents/{agent}/mcp-servers", operation_id="mcp_servers.add",
+             status_code=201, response_model=McpServerOut)
 def add_mcp_server(agent: AgentRef, body: McpServerIn, who: Authenticated, gateway: Gateway) -> McpServerOut:
     """Attach an MCP server to the agent (operator).  A second server of the same name: 409."""
-    who.require_role("operator")
     with gateway.db.transaction() as tx:
         agent_id = agent_in(tx, who, agent).id
         return mcp_out(links.add_mcp_server(tx, who.scope, agent_id, name=body.name, url=body.url,
                                             config=body.config))
 
 
-@router.get("/agents/{agent}/mcp-servers", response_model=list[McpServerOut])
+@router.get("/agents/{agent}/mcp-servers", operation_id="mcp_servers.list", response_model=list[McpServerOut])
 def list_mcp_servers(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[McpServerOut]:
     """The agent's MCP servers, by name (operator: their configuration may hold connection details)."""
-    who.require_role("operator")
     agent_id = agent_loop(gateway, who, agent).agent.id
     with gateway.db.transaction(write=False) as tx:
         return [mcp_out(server) for server in links.list_mcp_servers(tx, who.scope, agent_id)]
 
 
-@router.delete("/mcp-servers/{server_id}", status_code=204, response_class=Response)
+@router.delete("/mcp-servers/{server_id}", operation_id="mcp_servers.delete", status_code=204, response_class=Response)
 def delete_mcp_server(server_id: McpServerIdPath, who: Authenticated, gateway: Gateway) -> Response:
     """Detach an MCP server (operator)."""
-    who.require_role("operator")
     with gateway.db.transaction() as tx:
         links.delete_mcp_server(tx, who.scope, server_id)
     return Response(status_code=204)

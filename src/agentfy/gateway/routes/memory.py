@@ -20,6 +20,7 @@ from agentfy.gateway.routes.schemas_data import (
     renamed,
 )
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
+from agentfy.permissions.access import require_scope, visible_scopes
 from agentfy.store.errors import StoreError
 from agentfy.store.repos import memory
 from agentfy.store.repos.memory import MemoryDocument, MemoryDocumentInput
@@ -37,7 +38,8 @@ def _rename(field: str) -> str:
     return "agent" if field == "agent_id" else field
 
 
-@router.post("/agents/{agent}/memory/documents:batch-upsert", response_model=MemoryBatchOut)
+@router.post("/agents/{agent}/memory/documents:batch-upsert", operation_id="memory.documents.upsert",
+             response_model=MemoryBatchOut)
 def upsert_documents(agent: AgentRef, body: MemoryBatchIn, who: Authenticated, gateway: Gateway) -> MemoryBatchOut:
     """Upsert a batch of the agent's memory documents by (user_id, path), all or nothing (operator or higher).
 
@@ -45,7 +47,8 @@ def upsert_documents(agent: AgentRef, body: MemoryBatchIn, who: Authenticated, g
     NUL character, the same (user_id, path) twice — is 422 naming ``documents[i].<field>``; an agent that
     is missing or another organization's is 404; nothing is written either way.
     """
-    who.require_role("operator")
+    for document in body.documents:
+        require_scope(who, "memory.documents.upsert", document.user_id)
     rows = [MemoryDocumentInput(user_id=d.user_id, path=d.path, content=d.content, metadata=d.metadata)
             for d in body.documents]
     try:
@@ -60,12 +63,18 @@ def upsert_documents(agent: AgentRef, body: MemoryBatchIn, who: Authenticated, g
     return MemoryBatchOut(ids=list(ids))
 
 
-@router.get("/agents/{agent}/memory/documents", response_model=list[MemoryDocumentOut])
+@router.get("/agents/{agent}/memory/documents", operation_id="memory.documents.list",
+            response_model=list[MemoryDocumentOut])
 def list_documents(agent: AgentRef, who: Authenticated, gateway: Gateway,
                    user_id: Annotated[str | None, Query(max_length=200, description=(
                        "Only this memory scope's documents (empty: the agent's own)."))] = None,
                    ) -> list[MemoryDocumentOut]:
-    """The agent's memory documents, by scope and path (one scope's with ``user_id``)."""
+    """The agent's memory documents, by scope and path (one scope's with ``user_id``): only those of scopes the
+    caller may see (a member: its own person's; naming another scope is 403)."""
+    if user_id is not None:
+        require_scope(who, "memory.documents.list", user_id)
     agent_id = agent_loop(gateway, who, agent).agent.id
+    visible = visible_scopes(who)
     with gateway.db.transaction(write=False) as tx:
-        return [document_out(d) for d in memory.list_memory_documents(tx, who.scope, agent_id, user_id=user_id)]
+        documents = memory.list_memory_documents(tx, who.scope, agent_id, user_id=user_id)
+    return [document_out(d) for d in documents if visible is None or d.user_id in visible]

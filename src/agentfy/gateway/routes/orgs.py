@@ -6,6 +6,8 @@ of the caller's key, which no request can choose: there is no tenant in any path
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from fastapi import APIRouter, Response
 
 from agentfy.gateway.app import Authenticated, Gateway
@@ -13,13 +15,18 @@ from agentfy.gateway.auth import ROLE_RANK, Principal
 from agentfy.gateway.errors import ApiError
 from agentfy.gateway.resolve import agent_in
 from agentfy.gateway.routes.schemas_admin import (
+    AcceptedOut,
     ApiKeyIdPath,
     ApiKeyIn,
     ApiKeyOut,
     DefaultAgentIn,
+    InvitationIdPath,
+    InvitationOut,
+    InvitedOut,
     IssuedApiKeyOut,
     MemberIn,
     MemberOut,
+    MemberPatch,
     OrgCreated,
     OrgIdPath,
     OrgIn,
@@ -29,8 +36,9 @@ from agentfy.gateway.routes.schemas_admin import (
 )
 from agentfy.identity import Scope, parse_id
 from agentfy.store.errors import NotFoundError
-from agentfy.store.repos import api_keys, orgs
+from agentfy.store.repos import api_keys, invitations, orgs
 from agentfy.store.repos.api_keys import ApiKey, IssuedApiKey
+from agentfy.store.repos.invitations import Invitation
 from agentfy.store.repos.orgs import Member, Organization
 
 router = APIRouter(tags=["organizations"])
@@ -44,11 +52,18 @@ def org_out(org: Organization) -> OrgOut:
 def key_out(key: ApiKey) -> ApiKeyOut:
     return ApiKeyOut(id=key.id, name=key.name, role=key.role, user_id=key.user_id,
                      platform_admin=key.platform_admin, key_prefix=key.key_prefix, created_at=key.created_at,
-                     revoked_at=key.revoked_at)
+                     revoked_at=key.revoked_at, expires_at=key.expires_at)
 
 
 def issued_out(issued: IssuedApiKey) -> IssuedApiKeyOut:
     return IssuedApiKeyOut(api_key=key_out(issued.record), key=issued.key)
+
+
+def invitation_out(invitation: Invitation) -> InvitationOut:
+    return InvitationOut(id=invitation.id, tenant_id=invitation.tenant_id, user_id=invitation.user_id,
+                         role=invitation.role, status=invitation.status, created_at=invitation.created_at,
+                         expires_at=invitation.expires_at, org_slug=invitation.org_slug,
+                         org_name=invitation.org_name)
 
 
 def member_out(member: Member) -> MemberOut:
@@ -62,13 +77,12 @@ def _require_outranked(who: Principal, role: str, action: str) -> None:
 
 
 # -- platform administration ----------------------------------------------------------------------------------
-@router.post("/orgs", status_code=201, response_model=OrgCreated)
+@router.post("/orgs", operation_id="orgs.create", status_code=201, response_model=OrgCreated)
 def create_organization(body: OrgIn, who: Authenticated, gateway: Gateway) -> OrgCreated:
     """Create an organization (platform admin) with an owner API key, returned this once.
 
     With ``owner``, the person is created as the organization's owner and the key acts as them.
     A taken slug is 409."""
-    who.require_platform_admin()
     with gateway.db.transaction() as tx:
         org = orgs.create_organization(tx, slug=body.slug, name=body.name, settings=body.settings)
         scope = Scope(org.id)
@@ -82,19 +96,17 @@ def create_organization(body: OrgIn, who: Authenticated, gateway: Gateway) -> Or
     return OrgCreated(organization=org_out(org), owner=owner_out, api_key=issued_out(issued))
 
 
-@router.get("/orgs", response_model=list[OrgOut])
+@router.get("/orgs", operation_id="orgs.list", response_model=list[OrgOut])
 def list_organizations(who: Authenticated, gateway: Gateway) -> list[OrgOut]:
     """Every organization, by slug (platform admin)."""
-    who.require_platform_admin()
     with gateway.db.transaction(write=False) as tx:
         return [org_out(org) for org in orgs.list_organizations(tx)]
 
 
-@router.delete("/orgs/{org_id}", status_code=204, response_class=Response)
+@router.delete("/orgs/{org_id}", operation_id="orgs.delete", status_code=204, response_class=Response)
 def delete_organization(org_id: OrgIdPath, who: Authenticated, gateway: Gateway) -> Response:
     """Delete an organization and everything it owns (platform admin).  The platform organization itself
     cannot be deleted (409)."""
-    who.require_platform_admin()
     org_id = parse_id(org_id, "org")
     if org_id == orgs.PLATFORM_ORG_ID:
         raise ApiError(409, "conflict", "the platform organization cannot be deleted", field="org_id",
@@ -105,50 +117,71 @@ def delete_organization(org_id: OrgIdPath, who: Authenticated, gateway: Gateway)
 
 
 # -- the caller's organization ----------------------------------------------------------------------------------
-@router.get("/org", response_model=OrgOut)
+@router.get("/org", operation_id="org.get", response_model=OrgOut)
 def get_organization(who: Authenticated, gateway: Gateway) -> OrgOut:
     """The caller's own organization."""
     with gateway.db.transaction(write=False) as tx:
         return org_out(orgs.get_organization(tx, who.scope))
 
 
-@router.put("/org/default-agent", response_model=OrgOut)
+@router.put("/org/default-agent", operation_id="org.default_agent.set", response_model=OrgOut)
 def set_default_agent(body: DefaultAgentIn, who: Authenticated, gateway: Gateway) -> OrgOut:
     """Make an agent (by ID or agent_key) the organization's default, or clear it with null (admin)."""
-    who.require_role("admin")
     with gateway.db.transaction() as tx:
         agent_id = None if body.agent is None else agent_in(tx, who, body.agent).id
         orgs.set_default_agent(tx, who.scope, agent_id)
         return org_out(orgs.get_organization(tx, who.scope))
 
 
-@router.post("/org/members", status_code=201, response_model=MemberOut)
-def add_member(body: MemberIn, who: Authenticated, gateway: Gateway) -> MemberOut:
-    """Add a member (admin): an existing user by ``user_id``, or a new user from ``display_name`` (and
-    ``email``).  No key can grant a role above its own (403); a user already a member is 409."""
-    who.require_role("admin")
+@router.post("/org/members", operation_id="org.members.add", status_code=201, response_model=MemberOut | InvitedOut,
+             responses={202: {"model": InvitedOut, "description": "An existing person was invited; they become "
+                                                                  "a member when they accept."}})
+def add_member(body: MemberIn, who: Authenticated, gateway: Gateway, response: Response) -> MemberOut | InvitedOut:
+    """Add a new person as a member (``display_name``, ``email``: 201), or invite an existing one (``user_id``:
+    202 with the invitation; they join only by accepting with a credential of their own).
+
+    Admin or higher; no key can hand out a role above its own (403).  The invitation answer is the same
+    whether or not the ID names anybody, so it tells nothing about other organizations' people; a person who
+    is already a member here, or already invited, is 409."""
     if (body.user_id is None) == (body.display_name is None):
-        raise ApiError(422, "invalid_input", "give either user_id (an existing user) or display_name (a new one)",
-                       field="user_id")
-    _require_outranked(who, body.role, "add")
+        raise ApiError(422, "invalid_input", "give either user_id (an existing person, invited) or display_name "
+                       "(a new person)", field="user_id")
+    _require_outranked(who, body.role, "hand out")
     with gateway.db.transaction() as tx:
-        user_id = body.user_id
-        if user_id is None:
-            user_id = orgs.create_user(tx, display_name=body.display_name or "", email=body.email).id
+        if body.user_id is not None:
+            invitation = invitations.invite(tx, who.scope, body.user_id, body.role, invited_by=who.user_id)
+            response.status_code = 202
+            return InvitedOut(invitation=invitation_out(invitation))
+        user_id = orgs.create_user(tx, display_name=body.display_name or "", email=body.email).id
         return member_out(orgs.add_member(tx, who.scope, user_id, body.role))
 
 
-@router.get("/org/members", response_model=list[MemberOut])
+@router.get("/org/members", operation_id="org.members.list", response_model=list[MemberOut])
 def list_members(who: Authenticated, gateway: Gateway) -> list[MemberOut]:
     """The organization's members and their roles."""
     with gateway.db.transaction(write=False) as tx:
         return [member_out(member) for member in orgs.list_members(tx, who.scope)]
 
 
-@router.delete("/org/members/{user_id}", status_code=204, response_class=Response)
+@router.patch("/org/members/{user_id}", operation_id="org.members.update", response_model=MemberOut)
+def update_member(user_id: UserIdPath, body: MemberPatch, who: Authenticated, gateway: Gateway) -> MemberOut:
+    """Change a member's role (admin or higher; neither the member's role nor the new one may be above the
+    key's: 403).  A demotion narrows every key acting as them at once; the last owner cannot be demoted
+    (409).  Not a member: 404."""
+    _require_outranked(who, body.role, "hand out")
+    with gateway.db.transaction() as tx:
+        role = orgs.member_role(tx, who.scope, user_id)
+        if role is None:
+            raise NotFoundError("member", user_id)
+        _require_outranked(who, role, "change")
+        return member_out(orgs.set_member_role(tx, who.scope, user_id, body.role))
+
+
+@router.delete("/org/members/{user_id}", operation_id="org.members.remove", status_code=204,
+               response_class=Response)
 def remove_member(user_id: UserIdPath, who: Authenticated, gateway: Gateway) -> Response:
-    """Remove a member (admin; a member whose role outranks the key's: 403).  Not a member: 404."""
-    who.require_role("admin")
+    """Remove a member (admin; a member whose role outranks the key's: 403); every key acting as them is
+    revoked at once.  The last owner cannot leave (409).  Not a member: 404."""
     with gateway.db.transaction() as tx:
         role = orgs.member_role(tx, who.scope, user_id)
         if role is None:
@@ -158,14 +191,67 @@ def remove_member(user_id: UserIdPath, who: Authenticated, gateway: Gateway) -> 
     return Response(status_code=204)
 
 
+# -- invitations ----------------------------------------------------------------------------------------------
+@router.get("/org/invitations", operation_id="org.invitations.list", response_model=list[InvitationOut])
+def list_org_invitations(who: Authenticated, gateway: Gateway) -> list[InvitationOut]:
+    """The organization's invitations waiting for an answer (admin)."""
+    with gateway.db.transaction(write=False) as tx:
+        return [invitation_out(i) for i in invitations.pending_of_org(tx, who.scope)]
+
+
+@router.delete("/org/invitations/{invitation_id}", operation_id="org.invitations.revoke", status_code=204,
+               response_class=Response)
+def withdraw_invitation(invitation_id: InvitationIdPath, who: Authenticated, gateway: Gateway) -> Response:
+    """Withdraw a pending invitation (admin).  Not pending, or another organization's: 404."""
+    with gateway.db.transaction() as tx:
+        invitations.withdraw(tx, who.scope, invitation_id)
+    return Response(status_code=204)
+
+
+def _invited_person(who: Principal) -> str:
+    assert who.user_id is not None  # the access policy: invitations.* need a key that acts as a person
+    return who.user_id
+
+
+@router.get("/invitations", operation_id="invitations.list", response_model=list[InvitationOut])
+def list_my_invitations(who: Authenticated, gateway: Gateway) -> list[InvitationOut]:
+    """Invitations waiting for the answer of the person the key acts as, from any organization."""
+    person = _invited_person(who)
+    with gateway.db.transaction(write=False) as tx:
+        return [invitation_out(i) for i in invitations.pending_for_user(tx, person)]
+
+
+@router.post("/invitations/{invitation_id}/accept", operation_id="invitations.accept", response_model=AcceptedOut)
+def accept_invitation(invitation_id: InvitationIdPath, who: Authenticated, gateway: Gateway) -> AcceptedOut:
+    """Accept an invitation addressed to the person the key acts as: they become a member of the inviting
+    organization (its owner can then issue keys acting as them).  Anybody else's, answered or expired: 404."""
+    person = _invited_person(who)
+    with gateway.db.transaction() as tx:
+        organization, member = invitations.accept(tx, invitation_id, person)
+    return AcceptedOut(organization_id=organization, member=member_out(member))
+
+
+@router.post("/invitations/{invitation_id}/decline", operation_id="invitations.decline", status_code=204,
+             response_class=Response)
+def decline_invitation(invitation_id: InvitationIdPath, who: Authenticated, gateway: Gateway) -> Response:
+    """Decline an invitation addressed to the person the key acts as.  Anybody else's: 404."""
+    person = _invited_person(who)
+    with gateway.db.transaction() as tx:
+        invitations.decline(tx, invitation_id, person)
+    return Response(status_code=204)
+
+
 # -- API keys -----------------------------------------------------------------------------------------------
-@router.post("/org/api-keys", status_code=201, response_model=IssuedApiKeyOut)
+@router.post("/org/api-keys", operation_id="org.api_keys.create", status_code=201, response_model=IssuedApiKeyOut)
 def create_api_key(body: ApiKeyIn, who: Authenticated, gateway: Gateway) -> IssuedApiKeyOut:
-    """Issue an API key of the organization (owner); the plaintext is in this response only.
+    """Issue an API key of the organization (owner, with an API key: never a signed context); the plaintext is
+    in this response only.
 
     With ``user_id`` the key acts as that member, and its role cannot exceed the member's (422); a user who
-    is not a member is 404."""
-    who.require_role("owner")
+    is not a member of this organization is 404.  ``expires_in_days`` ends it."""
+    expires_at = None if body.expires_in_days is None else \
+        (datetime.now(UTC).replace(tzinfo=None) + timedelta(days=body.expires_in_days)).isoformat(
+            timespec="microseconds") + "Z"
     with gateway.db.transaction() as tx:
         if body.user_id is not None:
             member_role = orgs.member_role(tx, who.scope, body.user_id)
@@ -174,22 +260,23 @@ def create_api_key(body: ApiKeyIn, who: Authenticated, gateway: Gateway) -> Issu
             if ROLE_RANK[body.role] > ROLE_RANK[member_role]:
                 raise ApiError(422, "invalid_input", f"the key's role {body.role!r} is above the member's role "
                                f"{member_role!r}", field="role", value=body.role)
-        issued = api_keys.create_api_key(tx, who.scope, name=body.name, role=body.role, user_id=body.user_id)
+        issued = api_keys.create_api_key(tx, who.scope, name=body.name, role=body.role, user_id=body.user_id,
+                                         expires_at=expires_at)
     return issued_out(issued)
 
 
-@router.get("/org/api-keys", response_model=list[ApiKeyOut])
+@router.get("/org/api-keys", operation_id="org.api_keys.list", response_model=list[ApiKeyOut])
 def list_api_keys(who: Authenticated, gateway: Gateway) -> list[ApiKeyOut]:
     """The organization's API keys, revoked ones included (owner).  Never the keys themselves."""
-    who.require_role("owner")
     with gateway.db.transaction(write=False) as tx:
         return [key_out(key) for key in api_keys.list_api_keys(tx, who.scope)]
 
 
-@router.delete("/org/api-keys/{key_id}", status_code=204, response_class=Response)
+@router.delete("/org/api-keys/{key_id}", operation_id="org.api_keys.revoke", status_code=204, response_class=Response)
 def revoke_api_key(key_id: ApiKeyIdPath, who: Authenticated, gateway: Gateway) -> Response:
-    """Revoke an API key (owner); it stops working on the next request.  Unknown or already revoked: 404."""
-    who.require_role("owner")
+    """Revoke an API key (owner); it and every context it signed stop working on the next request, in every
+    process.  The organization's last live owner key and the platform's last platform-admin key cannot be
+    revoked (409: issue another first).  Unknown or already revoked: 404."""
     key_id = parse_id(key_id, "api-key", field="key_id")
     with gateway.db.transaction() as tx:
         api_keys.revoke_api_key(tx, who.scope, key_id)

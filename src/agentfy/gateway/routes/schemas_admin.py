@@ -39,6 +39,7 @@ Role = Literal["owner", "admin", "operator", "member"]
 OrgIdPath = Annotated[str, id_path("org", "organization")]
 UserIdPath = Annotated[str, id_path("user", "user")]
 ApiKeyIdPath = Annotated[str, id_path("api-key", "API key")]
+InvitationIdPath = Annotated[str, id_path("org-invitation", "invitation")]
 TeamIdPath = Annotated[str, id_path("team", "team")]
 TeamApiKeyIdPath = Annotated[str, id_path("team-api-key", "team API key")]
 LinkIdPath = Annotated[str, id_path("agent-link", "agent link")]
@@ -88,6 +89,7 @@ class ApiKeyOut(BaseModel):
     key_prefix: str = Field(description="The first characters of the key, to recognise it; never the key.")
     created_at: str
     revoked_at: str | None
+    expires_at: str | None = Field(default=None, description="When the key stops working (null: never).")
 
 
 class IssuedApiKeyOut(BaseModel):
@@ -106,10 +108,11 @@ class DefaultAgentIn(Strict):
 
 
 class MemberIn(Strict):
-    """Either ``user_id`` (an existing user) or ``display_name`` (and ``email``) for a new one."""
+    """``display_name`` (and ``email``) to add a new person; ``user_id`` to invite an existing one, who becomes a
+    member only by accepting with a credential of their own."""
 
-    user_id: str | None = optional_id_field("user", "An existing user to add.")
-    display_name: str | None = Field(default=None, max_length=200, description="Create a user with this name.")
+    user_id: str | None = optional_id_field("user", "An existing person to invite (they must accept).")
+    display_name: str | None = Field(default=None, max_length=200, description="Create a person with this name.")
     email: str | None = Field(default=None, max_length=320)
     role: Role = "member"
 
@@ -120,10 +123,39 @@ class MemberOut(BaseModel):
     role: str
 
 
+class MemberPatch(Strict):
+    role: Role = Field(description="The member's new role. Keys acting as them are narrowed to it at once.")
+
+
+class InvitationOut(BaseModel):
+    id: str = id_field("org-invitation")
+    tenant_id: str = id_field("org")
+    user_id: str = id_field("user")
+    role: str
+    status: str = Field(description="pending, accepted, declined or withdrawn")
+    created_at: str
+    expires_at: str
+    org_slug: str | None = Field(default=None, description="The inviting organization (the invited person's view).")
+    org_name: str | None = None
+
+
+class InvitedOut(BaseModel):
+    """The answer to inviting an existing person: the same whether or not the ID names anybody."""
+
+    invitation: InvitationOut
+
+
+class AcceptedOut(BaseModel):
+    organization_id: str = id_field("org")
+    member: MemberOut
+
+
 class ApiKeyIn(Strict):
     name: str = Field(max_length=200)
     role: Role = "member"
     user_id: str | None = optional_id_field("user", "The member the key acts as (its skills, its audit trail).")
+    expires_in_days: int | None = Field(default=None, ge=1, le=3650,
+                                        description="The key stops working after this many days (default: never).")
 
 
 # -- teams --------------------------------------------------------------------------------------------------

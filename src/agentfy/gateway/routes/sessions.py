@@ -15,6 +15,7 @@ from fastapi import APIRouter, Path, Query
 
 from agentfy.events.consolidation.episodic import publish_session_completed
 from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.auth import Principal
 from agentfy.gateway.resolve import agent_in
 from agentfy.gateway.routes.schemas_data import (
     MessageIn,
@@ -23,6 +24,8 @@ from agentfy.gateway.routes.schemas_data import (
     SessionIn,
     SessionOut,
 )
+from agentfy.permissions.access import authorize, require_scope
+from agentfy.store.db import Tx
 from agentfy.store.repos import sessions
 from agentfy.store.repos.sessions import Session, SessionMessage
 
@@ -41,17 +44,23 @@ def message_out(message: SessionMessage) -> MessageOut:
                       sender_id=message.sender_id, content=message.content, created_at=message.created_at)
 
 
-@router.post("/sessions", status_code=201, response_model=SessionOut)
-def open_session(body: SessionIn, who: Authenticated, gateway: Gateway) -> SessionOut:
-    """Open a session of an agent (named by ID or key) in a memory scope (member or higher).
+def _session_in_reach(tx: Tx, who: Principal, operation: str, session_key: str) -> Session:
+    """The session, if the caller may use its scope; a session in a scope it may not use is "not found"."""
+    session = sessions.get_session(tx, who.scope, session_key)
+    require_scope(who, operation, session.user_id, row=("session", session_key))
+    return session
 
-    ``user_id`` defaults to the key's own user; another scope (a group, another person) needs the operator
-    role.  A session key already used in the organization is 409.
+
+@router.post("/sessions", operation_id="sessions.open", status_code=201, response_model=SessionOut)
+def open_session(body: SessionIn, who: Authenticated, gateway: Gateway) -> SessionOut:
+    """Open a session of an agent (named by ID or key) in a memory scope.
+
+    ``user_id`` (the scope) defaults to the person the key acts as.  A member may open sessions in its own
+    person's scope only (another person's, a group's or the agent's own: 403); owners, admins and operators
+    in any scope.  A session key already used in the organization is 409.
     """
-    who.require_role("member")
     scope = body.user_id if body.user_id is not None else (who.user_id or "")
-    if scope != (who.user_id or ""):
-        who.require_role("operator")
+    require_scope(who, "sessions.open", scope)
     with gateway.db.transaction() as tx:
         agent_id = agent_in(tx, who, body.agent).id
         session = sessions.open_session(tx, who.scope, body.session_key, agent_id, scope)
@@ -59,41 +68,49 @@ def open_session(body: SessionIn, who: Authenticated, gateway: Gateway) -> Sessi
 
 
 # The routes with a suffix come before GET /sessions/{session_key}: the key takes the rest of the path.
-@router.post("/sessions/{session_key:path}/messages", status_code=201, response_model=MessageOut)
+@router.post("/sessions/{session_key:path}/messages", operation_id="sessions.messages.append", status_code=201,
+             response_model=MessageOut)
 def append_message(session_key: SessionKey, body: MessageIn, who: Authenticated, gateway: Gateway) -> MessageOut:
-    """Append a message to an open session (``user`` messages: member or higher; ``assistant``, ``system``,
-    ``tool``: operator or higher). The sender is the key's user. A completed session is 409."""
-    who.require_role("member" if body.role == "user" else "operator")
+    """Append a message to an open session in a scope the caller may use (``user`` messages: member or higher;
+    ``assistant``, ``system``, ``tool``: operator or higher). The sender is the key's user. A completed
+    session is 409; a session the caller may not see is 404."""
+    if body.role != "user":
+        authorize(who, "sessions.messages.append", role="operator")
     with gateway.db.transaction() as tx:
+        _session_in_reach(tx, who, "sessions.messages.append", session_key)
         message = sessions.append_message(tx, who.scope, session_key, body.role, body.content,
                                           sender_id=who.user_id)
     return message_out(message)
 
 
-@router.get("/sessions/{session_key:path}/messages", response_model=list[MessageOut])
+@router.get("/sessions/{session_key:path}/messages", operation_id="sessions.messages.list",
+            response_model=list[MessageOut])
 def list_messages(session_key: SessionKey, who: Authenticated, gateway: Gateway,
                   after_seq: Annotated[int, Query(ge=0, description="Only messages after this seq.")] = 0,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[MessageOut]:
-    """The session's messages, oldest first (page with ``after_seq``). A missing session is 404, not an
-    empty list."""
+    """The session's messages, oldest first (page with ``after_seq``). A missing session, or one the caller
+    may not see, is 404, not an empty list."""
     with gateway.db.transaction(write=False) as tx:
+        _session_in_reach(tx, who, "sessions.messages.list", session_key)
         messages = sessions.list_messages(tx, who.scope, session_key, after_seq=after_seq, limit=limit)
     return [message_out(m) for m in messages]
 
 
-@router.post("/sessions/{session_key:path}/complete", response_model=SessionCompletedOut)
+@router.post("/sessions/{session_key:path}/complete", operation_id="sessions.complete",
+             response_model=SessionCompletedOut)
 def complete_session(session_key: SessionKey, who: Authenticated, gateway: Gateway) -> SessionCompletedOut:
     """Complete the session and publish ``session.completed`` (with the agent's ID) in the same
-    transaction (member or higher). Completing it again changes nothing and publishes nothing."""
-    who.require_role("member")
+    transaction. Completing it again changes nothing and publishes nothing."""
     with gateway.db.transaction() as tx:
+        _session_in_reach(tx, who, "sessions.complete", session_key)
         session = sessions.complete_session(tx, who.scope, session_key)
         event = publish_session_completed(tx, who.scope, session.session_key)
     return SessionCompletedOut(**session_out(session).model_dump(), event_id=event.id if event else None)
 
 
-@router.get("/sessions/{session_key:path}", response_model=SessionOut)
+@router.get("/sessions/{session_key:path}", operation_id="sessions.get", response_model=SessionOut)
 def get_session(session_key: SessionKey, who: Authenticated, gateway: Gateway) -> SessionOut:
-    """One session by key. Another organization's and a missing one: the same 404."""
+    """One session by key. Another organization's, one in a scope the caller may not see, and a missing one:
+    the same 404."""
     with gateway.db.transaction(write=False) as tx:
-        return session_out(sessions.get_session(tx, who.scope, session_key))
+        return session_out(_session_in_reach(tx, who, "sessions.get", session_key))

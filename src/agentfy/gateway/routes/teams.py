@@ -47,59 +47,56 @@ def team_key_out(key: TeamApiKey) -> TeamApiKeyOut:
 
 
 # -- teams --------------------------------------------------------------------------------------------------
-@router.post("/teams", status_code=201, response_model=TeamOut)
+@router.post("/teams", operation_id="teams.create", status_code=201, response_model=TeamOut)
 def create_team(body: TeamIn, who: Authenticated, gateway: Gateway) -> TeamOut:
     """Create a team (operator), optionally led by an agent named by ID or agent_key (``lead``)."""
-    who.require_role("operator")
     with gateway.db.transaction() as tx:
         lead = None if body.lead is None else agent_in(tx, who, body.lead, field="lead").id
         return team_out(teams.create_team(tx, who.scope, name=body.name, lead_agent_id=lead))
 
 
-@router.get("/teams", response_model=list[TeamOut])
+@router.get("/teams", operation_id="teams.list", response_model=list[TeamOut])
 def list_teams(who: Authenticated, gateway: Gateway) -> list[TeamOut]:
     """The organization's teams, by name."""
     with gateway.db.transaction(write=False) as tx:
         return [team_out(team) for team in teams.list_teams(tx, who.scope)]
 
 
-@router.get("/teams/{team_id}", response_model=TeamOut)
+@router.get("/teams/{team_id}", operation_id="teams.get", response_model=TeamOut)
 def get_team(team_id: TeamIdPath, who: Authenticated, gateway: Gateway) -> TeamOut:
     """One team.  Another organization's team: 404, like a missing one."""
     with gateway.db.transaction(write=False) as tx:
         return team_out(teams.get_team(tx, who.scope, team_id))
 
 
-@router.delete("/teams/{team_id}", status_code=204, response_class=Response)
+@router.delete("/teams/{team_id}", operation_id="teams.delete", status_code=204, response_class=Response)
 def delete_team(team_id: TeamIdPath, who: Authenticated, gateway: Gateway) -> Response:
     """Delete a team with its members, tasks and API keys (admin); its agents stay."""
-    who.require_role("admin")
     with gateway.db.transaction() as tx:
         teams.delete_team(tx, who.scope, team_id)
     return Response(status_code=204)
 
 
-@router.put("/teams/{team_id}/lead", response_model=TeamOut)
+@router.put("/teams/{team_id}/lead", operation_id="teams.lead.set", response_model=TeamOut)
 def set_team_lead(team_id: TeamIdPath, body: LeadIn, who: Authenticated, gateway: Gateway) -> TeamOut:
     """Make an agent (by ID or agent_key) the team's lead, or remove the lead with null (operator)."""
-    who.require_role("operator")
     with gateway.db.transaction() as tx:
         lead = None if body.agent is None else agent_in(tx, who, body.agent).id
         return team_out(teams.set_lead(tx, who.scope, team_id, lead))
 
 
 # -- members ----------------------------------------------------------------------------------------------
-@router.post("/teams/{team_id}/members", status_code=201, response_model=TeamMemberOut)
+@router.post("/teams/{team_id}/members", operation_id="teams.members.add",
+             status_code=201, response_model=TeamMemberOut)
 def add_team_member(team_id: TeamIdPath, body: TeamMemberIn, who: Authenticated, gateway: Gateway) -> TeamMemberOut:
     """Add an agent, by ID or agent_key, to the team (operator).  Already a member: 409."""
-    who.require_role("operator")
     with gateway.db.transaction() as tx:
         agent = agent_in(tx, who, body.agent)
         member = teams.add_member(tx, who.scope, team_id, agent.id, role=body.role)
     return member_out(member, agent.agent_key)
 
 
-@router.get("/teams/{team_id}/members", response_model=list[TeamMemberOut])
+@router.get("/teams/{team_id}/members", operation_id="teams.members.list", response_model=list[TeamMemberOut])
 def list_team_members(team_id: TeamIdPath, who: Authenticated, gateway: Gateway) -> list[TeamMemberOut]:
     """The team's members (both identities of each agent), in the order they joined."""
     with gateway.db.transaction(write=False) as tx:
@@ -108,41 +105,40 @@ def list_team_members(team_id: TeamIdPath, who: Authenticated, gateway: Gateway)
     return [member_out(member, keys.get(member.agent_id)) for member in members]
 
 
-@router.delete("/teams/{team_id}/members/{agent}", status_code=204, response_class=Response)
+@router.delete("/teams/{team_id}/members/{agent}", operation_id="teams.members.remove",
+               status_code=204, response_class=Response)
 def remove_team_member(team_id: TeamIdPath, agent: AgentRef, who: Authenticated, gateway: Gateway) -> Response:
     """Remove an agent, by ID or agent_key, from the team (operator).  Not a member: 404."""
-    who.require_role("operator")
     with gateway.db.transaction() as tx:
         teams.remove_member(tx, who.scope, team_id, agent_in(tx, who, agent).id)
     return Response(status_code=204)
 
 
 # -- API keys ---------------------------------------------------------------------------------------------
-@router.post("/teams/{team_id}/api-keys", status_code=201, response_model=IssuedTeamApiKeyOut)
+@router.post("/teams/{team_id}/api-keys", operation_id="teams.api_keys.create",
+             status_code=201, response_model=IssuedTeamApiKeyOut)
 def create_team_api_key(team_id: TeamIdPath, body: TeamApiKeyIn, who: Authenticated,
                         gateway: Gateway) -> IssuedTeamApiKeyOut:
     """Issue an API key for the team (owner): it acts in this organization with the member role.  The
     plaintext is in this response only."""
-    who.require_role("owner")
     with gateway.db.transaction() as tx:
         issued = teams.create_team_api_key(tx, who.scope, team_id, name=body.name)
     return IssuedTeamApiKeyOut(api_key=team_key_out(issued.api_key), key=issued.key)
 
 
-@router.get("/teams/{team_id}/api-keys", response_model=list[TeamApiKeyOut])
+@router.get("/teams/{team_id}/api-keys", operation_id="teams.api_keys.list", response_model=list[TeamApiKeyOut])
 def list_team_api_keys(team_id: TeamIdPath, who: Authenticated, gateway: Gateway) -> list[TeamApiKeyOut]:
     """The team's API keys, revoked ones included (owner).  Never the keys themselves."""
-    who.require_role("owner")
     with gateway.db.transaction(write=False) as tx:
         return [team_key_out(key) for key in teams.list_team_api_keys(tx, who.scope, team_id)]
 
 
-@router.delete("/teams/{team_id}/api-keys/{key_id}", status_code=204, response_class=Response)
+@router.delete("/teams/{team_id}/api-keys/{key_id}", operation_id="teams.api_keys.revoke",
+               status_code=204, response_class=Response)
 def revoke_team_api_key(team_id: TeamIdPath, key_id: TeamApiKeyIdPath, who: Authenticated,
                         gateway: Gateway) -> Response:
     """Revoke one of the team's API keys (owner); it stops working on the next request.  A key of another
     team: 404."""
-    who.require_role("owner")
     key_id = parse_id(key_id, "team-api-key", field="key_id")
     with gateway.db.transaction() as tx:
         if not any(key.id == key_id for key in teams.list_team_api_keys(tx, who.scope, team_id)):

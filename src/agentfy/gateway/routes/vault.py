@@ -105,7 +105,7 @@ def _content_type(upload: UploadFile, field: str) -> str:
     return value
 
 
-@router.post("/vault/documents", status_code=201, response_model=VaultUploadOut,
+@router.post("/vault/documents", operation_id="vault.upload", status_code=201, response_model=VaultUploadOut,
              dependencies=[Depends(_known_form_fields)],
              responses={413: {"description": "a file is larger than 10 MiB (or the files total over 50 MiB)"}})
 def upload_documents(*, who: Authenticated, gateway: Gateway,
@@ -124,7 +124,6 @@ def upload_documents(*, who: Authenticated, gateway: Gateway,
     All or nothing: a bad path, a path the agent already has (409) or a repeated one, a file over 10 MiB
     (413) fails the request naming ``path``/``file`` or ``paths[i]``/``files[i]``, and nothing is written.
     """
-    who.require_role("member")
     row_paths, uploads, batch = _rows(path, file, paths, files)
 
     def form_field(i: int, field: str) -> str:
@@ -158,7 +157,7 @@ def upload_documents(*, who: Authenticated, gateway: Gateway,
     return VaultUploadOut(documents=[document_out(stored[i]) for i in ids])
 
 
-@router.get("/agents/{agent}/vault", response_model=list[VaultDocumentOut])
+@router.get("/agents/{agent}/vault", operation_id="vault.list", response_model=list[VaultDocumentOut])
 def list_documents(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[VaultDocumentOut]:
     """The agent's vault documents by path, without their content."""
     agent_id = agent_loop(gateway, who, agent).agent.id
@@ -166,7 +165,7 @@ def list_documents(agent: AgentRef, who: Authenticated, gateway: Gateway) -> lis
         return [document_out(d) for d in vault.list_vault_documents(tx, who.scope, agent_id)]
 
 
-@router.get("/vault/documents/{document_id}", response_class=Response,
+@router.get("/vault/documents/{document_id}", operation_id="vault.download", response_class=Response,
             responses={200: {"description": "The file's bytes, with its stored content type.",
                              "content": {"application/octet-stream": {}}}})
 def download_document(document_id: DocumentId, who: Authenticated, gateway: Gateway) -> Response:
@@ -183,10 +182,9 @@ def download_document(document_id: DocumentId, who: Authenticated, gateway: Gate
     })
 
 
-@router.delete("/vault/documents/{document_id}", status_code=204, response_class=Response)
+@router.delete("/vault/documents/{document_id}", operation_id="vault.delete", status_code=204, response_class=Response)
 def delete_document(document_id: DocumentId, who: Authenticated, gateway: Gateway) -> Response:
     """Delete a document (operator or higher). Another organization's and a missing document: the same 404."""
-    who.require_role("operator")
     with gateway.db.transaction() as tx:
         vault.delete_vault_document(tx, who.scope, document_id)
     return Response(status_code=204)

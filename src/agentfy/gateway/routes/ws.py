@@ -30,10 +30,10 @@ from starlette.types import Message as AsgiMessage
 from starlette.websockets import WebSocketDisconnect
 
 from agentfy.gateway.app import GatewayState, lookup_principal
-from agentfy.gateway.auth import SIGNED_CONTEXT_PREFIX, Principal, bearer, signing_epoch, unauthorized
+from agentfy.gateway.auth import Principal, bearer, unauthorized
 from agentfy.gateway.errors import ApiError
 from agentfy.gateway.rpc.broadcast import Broadcaster, Subscriber, broadcaster_for
-from agentfy.gateway.rpc.methods import METHODS, AuthParams, Call
+from agentfy.gateway.rpc.methods import METHODS, READ_ONLY_METHODS, AuthParams, Call
 from agentfy.gateway.rpc.protocol import (
     MalformedRequest,
     Message,
@@ -45,6 +45,7 @@ from agentfy.gateway.rpc.protocol import (
     validate,
 )
 from agentfy.identity.context import use
+from agentfy.permissions.access import authorize
 from agentfy.store.repos import orgs
 
 router = APIRouter()
@@ -75,7 +76,6 @@ class Session:
         self.who: Principal | None = None
         self.tenant_slug = ""
         self._token = ""
-        self._epoch: int | None = None  # the signing epoch a signed context was accepted under
         self._validated_at = 0.0
         self._revoked = False
         self._closed = False
@@ -156,42 +156,30 @@ class Session:
         return True
 
     def _login(self, token: str) -> None:
-        """Worker thread: the principal of ``token`` (as for HTTP), its tenant slug, and for a signed context
-        the signing epoch it was accepted under (read first, so a bump that races the check is never missed)."""
-        signed = token.startswith(SIGNED_CONTEXT_PREFIX)
-        epoch: int | None = None
-        if signed:
-            with self.gateway.db.transaction(write=False) as tx:
-                epoch = signing_epoch(tx)
+        """Worker thread: the principal of ``token`` (checked as for HTTP, its whole chain) and its tenant slug."""
         who = lookup_principal(self.gateway, token)
         with self.gateway.db.transaction(write=False) as tx:
             slug = orgs.get_organization(tx, who.scope).slug
-        self.who, self.tenant_slug, self._token, self._epoch = who, slug, token, epoch
+        self.who, self.tenant_slug, self._token = who, slug, token
         self._validated_at = time.monotonic()
-        logger.info("ws.authenticated", extra={"tenant": slug, "role": who.role,
-                                               "credential": "signed_context" if signed else "api_key"})
+        logger.info("ws.authenticated", extra={"tenant": slug, "role": who.role, "credential": who.credential})
 
     def _session_info(self) -> dict[str, Any]:
         assert self.who is not None
         return {"tenant_id": self.who.tenant_id, "tenant_slug": self.tenant_slug, "role": self.who.role,
-                "credential": "signed_context" if self._epoch is not None else "api_key"}
+                "credential": self.who.credential}
 
     async def _refuse(self, request_id: RequestId, error: BaseException) -> None:
         await self._send(error_message(request_id, error))
         await self._close(CLOSE_UNAUTHORIZED)
 
-    def _revalidate(self) -> Principal:
-        """Worker thread: the credential still holds (an API key is looked up again; a signed context's
-        epoch must not have moved), or 401 — and the connection is marked for closing."""
-        assert self.who is not None
+    def _revalidate(self, *, fresh: bool = False) -> Principal:
+        """Worker thread: the credential still holds — its whole chain, as on every HTTP request (for reads the
+        principal cache answers until the change feed reports a revocation, removal, demotion, deletion or
+        epoch bump; ``fresh``, for writes, always asks the database) — or 401, and the connection is marked
+        for closing."""
         try:
-            if self._epoch is not None:
-                with self.gateway.db.transaction(write=False) as tx:
-                    if signing_epoch(tx) != self._epoch:
-                        raise unauthorized("the signed context was revoked")
-                who = self.who
-            else:
-                who = lookup_principal(self.gateway, self._token)
+            who = lookup_principal(self.gateway, self._token, fresh=fresh, allow_expired=True)
         except ApiError as error:
             if error.status == 401:
                 self._revoked = True
@@ -229,10 +217,12 @@ class Session:
         return result_message(request_id, result)
 
     def _invoke(self, method: str, params: dict[str, Any]) -> Any:
-        """Worker thread: re-check the credential, then run the method in the principal's request context."""
-        who = self._revalidate()
+        """Worker thread: re-check the credential, apply the access policy (the same rule as the HTTP
+        operation), then run the method in the principal's request context."""
+        who = self._revalidate(fresh=method not in READ_ONLY_METHODS)
+        authorize(who, method)
         assert self.subscriber is not None
-        call = Call(self.gateway, who, self.tenant_slug, self.subscriber, signed_context=self._epoch is not None)
+        call = Call(self.gateway, who, self.tenant_slug, self.subscriber)
         with use(who.context()):
             return METHODS[method](call, params)
 

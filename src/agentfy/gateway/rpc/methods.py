@@ -20,7 +20,6 @@ from pydantic import Field
 from agentfy.gateway import agent_ops
 from agentfy.gateway.app import GatewayState
 from agentfy.gateway.auth import Principal, sign_context
-from agentfy.gateway.errors import ApiError
 from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AgentIn, AgentPatch, Strict
 from agentfy.gateway.rpc.broadcast import AGENT_EVENTS, Subscriber, broadcaster_for
 from agentfy.gateway.rpc.protocol import P, validate
@@ -31,14 +30,13 @@ SIGNED_CONTEXT_TTL_SECONDS: Final = 300
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """What a method runs with: the gateway, the connection's (re-validated) principal, its tenant slug,
-    its subscriber inbox, and whether it authenticated with a signed context rather than an API key."""
+    """What a method runs with: the gateway, the connection's (re-validated, authorized) principal, its tenant
+    slug, and its subscriber inbox."""
 
     gateway: GatewayState
     who: Principal
     tenant_slug: str
     subscriber: Subscriber
-    signed_context: bool
 
 
 # -- parameters ----------------------------------------------------------------------------------------------
@@ -90,11 +88,8 @@ def heartbeat(call: Call, params: AgentParams) -> dict[str, Any]:
 
 
 def sign(call: Call, params: SignParams) -> dict[str, Any]:
-    """A signed context for reconnecting as this principal.  Only an API-key connection may ask: a signed
-    context that could renew itself would outlive the revocation of the key it came from."""
-    if call.signed_context:
-        raise ApiError(403, "forbidden", "context.sign needs a connection authenticated with an API key; "
-                                         "a signed context cannot renew itself")
+    """A signed context for reconnecting as this principal.  Only an API-key (or team-key) connection may ask
+    (the access policy refuses a signed context: one that could renew itself would outlive its key)."""
     with call.gateway.db.transaction(write=False) as tx:
         token = sign_context(tx, call.gateway.signing_secret, call.who, ttl_seconds=params.ttl_seconds)
     return {"token": token, "expires_in": params.ttl_seconds, "tenant_slug": call.tenant_slug}
@@ -120,6 +115,9 @@ class Method(Generic[P]):
     def __call__(self, call: Call, params: dict[str, Any]) -> Any:
         return self.handler(call, validate(self.params, params))
 
+
+#: Methods that change nothing: their credential may come from the principal cache (writes check it afresh).
+READ_ONLY_METHODS: Final = frozenset({"agents.list", "agents.get", "agents.heartbeat", "subscribe", "unsubscribe"})
 
 METHODS: Final[dict[str, Method[Any]]] = {
     "agents.list": Method(NoParams, list_agents),

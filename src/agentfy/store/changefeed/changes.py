@@ -10,7 +10,7 @@ kind           operations                             meaning for a cache
                deleted                                and the agent's ID; archived/deleted: its run state
 ``org``        updated, deleted                       deleted: drop everything of the tenant
 ``team``       created, updated, deleted              drop what is cached of the team (its keys too)
-``api_key``    revoked                                drop the key's principal
+``api_key``    revoked, narrowed                      drop the key's principal (narrowed: its role was lowered)
 ``team_key``   revoked                                drop the team key's principal
 ``member``     added, removed, role_changed           drop principals acting as that user in the tenant
 ``epoch``      bumped                                 every signed context is void
@@ -36,7 +36,7 @@ KINDS: Final[dict[str, frozenset[str]]] = {
     "agent": frozenset({"created", "updated", "renamed", "archived", "deleted"}),
     "org": frozenset({"updated", "deleted"}),
     "team": frozenset({"created", "updated", "deleted"}),
-    "api_key": frozenset({"revoked"}),
+    "api_key": frozenset({"revoked", "narrowed"}),
     "team_key": frozenset({"revoked"}),
     "member": frozenset({"added", "removed", "role_changed"}),
     "epoch": frozenset({"bumped"}),

@@ -13,6 +13,11 @@ Three kinds of subscriber, for three needs:
 * :meth:`ChangeFeed.on_reset` — told when changes may have been missed (the listening connection was lost or
   re-established, or a payload could not be read): flush everything.
 
+Other processes: on PostgreSQL every process's listening connection hears every change; on SQLite each
+change is also written to the ``change_log`` table in its transaction, and a process that listens
+(:meth:`ChangeFeed.start_listening`: the gateway does) tails it for changes made by others — a CLI command
+beside ``agentfy serve`` — within :data:`~agentfy.store.changefeed.tail.POLL_SECONDS`.
+
 While a started listener is not connected, :attr:`ChangeFeed.cacheable` is ``False``: caches must not fill,
 since nothing would tell them that what they hold went stale.  Handlers never raise into the feed: a failure
 is logged and the other handlers still run.
@@ -21,6 +26,7 @@ is logged and the other handlers still run.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable
@@ -30,6 +36,7 @@ from agentfy.store.changefeed.changes import Change
 
 if TYPE_CHECKING:
     from agentfy.store.changefeed.listener import Listener
+    from agentfy.store.changefeed.tail import LogTail
 
 logger: Final = logging.getLogger("agentfy.changefeed")
 
@@ -63,6 +70,8 @@ class ChangeFeed:
 
     def __init__(self, dialect: str) -> None:
         self.dialect = dialect
+        #: Marks this feed's own changes in the SQLite change log (random, per database handle).
+        self.origin = os.urandom(8).hex()
         #: Held across COMMIT and the in-process delivery of its changes, so deliveries follow commit order.
         self.order_lock = threading.Lock()
         self.cacheable = True
@@ -71,6 +80,7 @@ class ChangeFeed:
         self._committed: list[_Ref] = []
         self._reset: list[_Ref] = []
         self._listener: Listener | None = None
+        self._tail: LogTail | None = None
 
     # -- subscriptions ---------------------------------------------------------------------------------------
     def on_stale(self, handler: ChangeHandler) -> None:
@@ -145,10 +155,18 @@ class ChangeFeed:
 
     # -- the listener ----------------------------------------------------------------------------------------
     def start_listening(self, conninfo: str) -> bool:
-        """Start this process's listening connection (PostgreSQL; a no-op returning ``False`` on SQLite, whose
-        one process delivers its own changes).  Until it connects, nothing is cached."""
-        if self.dialect != "postgresql" or self._listener is not None:
+        """Hear other processes' changes: on PostgreSQL this process's listening connection (until it connects,
+        nothing is cached); on SQLite a thread tailing the change log.  ``True`` if something was started."""
+        if self._listener is not None or self._tail is not None:
             return False
+        if self.dialect == "sqlite":
+            from agentfy.store.changefeed.tail import LogTail  # noqa: PLC0415
+
+            if not LogTail.tails(conninfo):  # an in-memory database has one process
+                return False
+            self._tail = LogTail(self, conninfo)
+            self._tail.start()
+            return True
         from agentfy.store.changefeed.listener import Listener  # noqa: PLC0415 - psycopg only when listening
 
         self.cacheable = False
@@ -162,6 +180,9 @@ class ChangeFeed:
 
     def stop_listening(self, timeout: float = 5.0) -> None:
         listener, self._listener = self._listener, None
+        tail, self._tail = self._tail, None
         if listener is not None:
             listener.stop(timeout)
+        if tail is not None:
+            tail.stop(timeout)
         self.cacheable = True

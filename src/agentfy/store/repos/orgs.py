@@ -17,6 +17,7 @@ from agentfy.identity.keys import tenant_slug_problem
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
+from agentfy.store.repos import api_keys
 from agentfy.store.repos._common import dump_json, load_json, require_text
 from agentfy.store.schema import (
     ROLES,
@@ -59,6 +60,14 @@ _LIST_MEMBERS: Final = (sa.select(org_members.c.id, org_members.c.user_id, org_m
                         .where(org_members.c.org_id == sa.bindparam("tenant_id")).order_by(org_members.c.user_id))
 _DELETE_MEMBER: Final = sa.delete(org_members).where(org_members.c.org_id == sa.bindparam("tenant_id"),
                                                      org_members.c.user_id == sa.bindparam("user_id"))
+# The owners' memberships, locked (PostgreSQL) so two removals or demotions cannot both see "another owner
+# is left" and leave none; SQLite writers are serialised by BEGIN IMMEDIATE already.
+_OWNERS_FOR_UPDATE: Final = (sa.select(org_members.c.user_id)
+                             .where(org_members.c.org_id == sa.bindparam("tenant_id"), org_members.c.role == "owner")
+                             .with_for_update())
+_SET_MEMBER_ROLE: Final = (sa.update(org_members).where(org_members.c.org_id == sa.bindparam("tenant_id"),
+                                                        org_members.c.user_id == sa.bindparam("user_id"))
+                           .values(role=sa.bindparam("role")))
 # The agent lives in the tenant: checked before it becomes the default (the column has no FK).
 _AGENT_IN_TENANT: Final = sa.text("SELECT 1 FROM agents WHERE id = :agent_id AND tenant_id = :tenant_id "
                                   "AND deleted_at IS NULL")
@@ -227,8 +236,38 @@ def list_members(tx: Tx, scope: Scope) -> list[Member]:
     return [Member(OrgMemberId(r[0]), UserId(r[1]), r[2]) for r in rows]
 
 
+def _refuse_losing_the_last_owner(tx: Tx, scope: Scope, user_id: str, what: str) -> None:
+    owners = {row[0] for row in tx.all(_OWNERS_FOR_UPDATE, {"tenant_id": scope.tenant_id})}
+    if owners == {user_id}:
+        raise ConflictError(f"{user_id} is the organization's last owner and cannot {what}: make another member "
+                            "owner first", field="user_id", value=user_id)
+
+
 def remove_member(tx: Tx, scope: Scope, user_id: str) -> None:
+    """Remove a member; every API key acting as them in this organization is revoked in the same transaction.
+    The last owner cannot leave (:class:`ConflictError`): nobody could manage the organization after."""
     user_id = parse_id(user_id, "user")
-    if tx.execute(_DELETE_MEMBER, {"tenant_id": scope.tenant_id, "user_id": user_id}).rowcount == 0:
+    role = member_role(tx, scope, user_id)
+    if role is None:
         raise NotFoundError("member", user_id)
+    if role == "owner":
+        _refuse_losing_the_last_owner(tx, scope, user_id, "leave")
+    tx.execute(_DELETE_MEMBER, {"tenant_id": scope.tenant_id, "user_id": user_id})
+    api_keys.revoke_keys_of_user(tx, scope, user_id)
     tx.record_change(Change("member", "removed", scope.tenant_id, user_id))
+
+
+def set_member_role(tx: Tx, scope: Scope, user_id: str, role: str) -> Member:
+    """Change a member's role.  A demotion narrows every API key acting as them to the new role, in the same
+    transaction; the last owner cannot be demoted (:class:`ConflictError`)."""
+    user_id = parse_id(user_id, "user")
+    new_role = _role(role)
+    row = tx.one(_MEMBER_ROLE, {"tenant_id": scope.tenant_id, "user_id": user_id})
+    if row is None:
+        raise NotFoundError("member", user_id)
+    if row[1] == "owner" and new_role != "owner":
+        _refuse_losing_the_last_owner(tx, scope, user_id, "be demoted")
+    tx.execute(_SET_MEMBER_ROLE, {"tenant_id": scope.tenant_id, "user_id": user_id, "role": new_role})
+    api_keys.narrow_keys_of_user(tx, scope, user_id, new_role)
+    tx.record_change(Change("member", "role_changed", scope.tenant_id, user_id))
+    return Member(OrgMemberId(row[0]), UserId(user_id), new_role)

@@ -66,6 +66,8 @@ _LIST_KEYS: Final = (sa.select(*_KEY_COLUMNS)
 # Not tenant-scoped on purpose: see find_team_api_key.
 _KEY_BY_HASH: Final = sa.select(*_KEY_COLUMNS).where(team_api_keys.c.key_hash == sa.bindparam("key_hash"),
                                                      team_api_keys.c.revoked_at.is_(None))
+_LIVE_KEY_BY_ID: Final = sa.select(*_KEY_COLUMNS).where(team_api_keys.c.id == sa.bindparam("key_id"),
+                                                        team_api_keys.c.revoked_at.is_(None))
 # COALESCE keeps the first revocation time: revoking twice changes nothing.
 _REVOKE_KEY: Final = (sa.update(team_api_keys).where(_KEY_IN_TENANT, team_api_keys.c.id == sa.bindparam("key_id"))
                       .values(revoked_at=sa.func.coalesce(team_api_keys.c.revoked_at, sa.bindparam("now"))))
@@ -250,6 +252,13 @@ def find_team_api_key(tx: Tx, key: str) -> TeamApiKey | None:
             or len(key) > _TEAM_API_KEY_MAX_LENGTH):
         return None
     row = tx.one(_KEY_BY_HASH, {"key_hash": hash_team_api_key(key)})
+    return None if row is None else _api_key(row)
+
+
+def live_team_api_key(tx: Tx, key_id: str) -> TeamApiKey | None:
+    """The team key with this ID if it is not revoked (a signed context names the key that signed it).  Not
+    tenant-scoped, like :func:`find_team_api_key`: it runs while a credential is checked."""
+    row = tx.one(_LIVE_KEY_BY_ID, {"key_id": key_id})
     return None if row is None else _api_key(row)
 
 
