@@ -17,10 +17,23 @@ import pytest
 import sqlalchemy as sa
 
 from agentfy.identity import Scope
+from agentfy.ids import format_id
 from agentfy.store.db import Database, Tx, now
 from agentfy.store.errors import NotFoundError
 from agentfy.store.orphans import scan
-from agentfy.store.repos import agents, api_keys, cron, links, orgs, permissions, sessions, skills, tasks, teams
+from agentfy.store.repos import (
+    agents,
+    api_keys,
+    cron,
+    invitations,
+    links,
+    orgs,
+    permissions,
+    sessions,
+    skills,
+    tasks,
+    teams,
+)
 from agentfy.store.schema import metadata
 from tests.store.helpers import new_agent, new_tenant
 
@@ -134,6 +147,7 @@ def build_graph(db: Database, slug: str) -> Graph:
         orgs.set_default_agent(tx, scope, a)
         user = orgs.create_user(tx, display_name=f"Owner of {slug}")
         orgs.add_member(tx, scope, user.id, "owner")
+        invitations.invite(tx, scope, format_id("user"), "member", invited_by=user.id)
         _raw(tx, "org_policies", id=tx.db.mint("org-policy"), org_id=scope.tenant_id, name="default",
              document="{}", created_at=now())
         _raw(tx, "org_credentials", id=tx.db.mint("org-credential"), org_id=scope.tenant_id, name="openai",
@@ -222,7 +236,7 @@ def test_the_graph_is_complete(db: Database) -> None:
     graph = build_graph(db, "acme")
     snapshot = tenant_rows(db, graph.scope)
     assert {table for table, rows in snapshot.items() if not rows} == set()
-    not_tenant_owned = {"users", "platform_settings", "id_migrations"}
+    not_tenant_owned = {"users", "platform_settings", "id_migrations", "change_log"}
     assert {table for table, _ in tenant_tables()} | UNOWNED_TENANT_TABLES | not_tenant_owned == set(metadata.tables)
     assert dangling_references(db) == []
     assert scan(db) == []  # the project's orphan scan agrees
