@@ -35,6 +35,7 @@ from agentfy.ids.registry import UnknownPrefixError
 from agentfy.ids.validate import UnknownProductError
 from agentfy.store.db import DATABASE_URL_ENV, Database
 from agentfy.store.errors import StoreError
+from agentfy.store.input_scan import scan_inputs
 from agentfy.store.migrate import current_revision, head_revision, upgrade
 from agentfy.store.orphans import IdColumn, id_columns, scan
 from agentfy.store.pool import MAX_OVERFLOW_ENV, POOL_SIZE_ENV, POOL_TIMEOUT_ENV, PoolSettings
@@ -308,6 +309,36 @@ def db_scan_orphans(
     raise typer.Exit(1 if findings else 0)
 
 
+@db_app.command("scan")
+def db_scan(
+    database_url: DatabaseUrlOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
+) -> None:
+    """Report stored values that break the input policy — a NUL in text; a JSON document too deep, with a lone
+    surrogate or a number beyond 64 bits, or not JSON — by table, row and column; exit 1 if any.
+
+    Such rows were written before the policy existed; reads still serve them (marked where they cannot be
+    shown). Also run `agentfy db scan-orphans` for ID columns."""
+    db = _open_database(database_url)
+    try:
+        with Progress(TextColumn("{task.description}"), console=err, transient=True, disable=as_json) as progress:
+            task = progress.add_task("scanning")
+            findings = list(scan_inputs(db, progress=lambda name: progress.update(task, description=name)))
+    finally:
+        db.dispose()
+    if as_json:
+        out.print_json(json.dumps([{"table": f.table, "row": f.row, "column": f.column, "problem": f.problem}
+                                   for f in findings]))
+    elif not findings:
+        out.print("no stored value breaks the input policy")
+    else:
+        table = Table("table", "row", "column", "problem")
+        for f in findings:
+            table.add_row(f.table, f.row, f.column, f.problem)
+        out.print(table)
+    raise typer.Exit(1 if findings else 0)
+
+
 @events_app.command("dead-letters")
 def events_dead_letters(
     database_url: DatabaseUrlOption = None,
@@ -503,6 +534,7 @@ def serve(
     import uvicorn  # noqa: PLC0415
 
     from agentfy.gateway.bootstrap import SIGNING_KEY_ENV, prepare, signing_secret  # noqa: PLC0415
+    from agentfy.gateway.rpc.protocol import MAX_FRAME_BYTES  # noqa: PLC0415
     from agentfy.gateway.server import RUN_WORKERS_ENV  # noqa: PLC0415
 
     db = _open_database(database_url, migrated=False, pool=_pool_settings(pool_size, pool_overflow, pool_timeout))
@@ -525,7 +557,7 @@ def serve(
     os.environ[SIGNING_KEY_ENV] = base64.b64encode(secret).decode("ascii")
     os.environ[RUN_WORKERS_ENV] = "1" if event_workers else "0"
     uvicorn.run("agentfy.gateway.server:app_from_env", factory=True, host=host, port=port, workers=processes,
-                log_level="info")
+                log_level="info", ws_max_size=MAX_FRAME_BYTES)
 
 
 def main() -> None:

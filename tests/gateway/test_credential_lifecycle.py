@@ -157,7 +157,7 @@ def test_a_signed_context_cannot_mint_or_manage_credentials_or_members(db: Datab
     ann = person(db, acme.scope, "owner")
     other = person(db, acme.scope, "member")
     headers = ann.headers(signed=True)
-    keys_before = len(app_client.get("/v1/org/api-keys", headers=acme.headers()).json())
+    keys_before = len(app_client.get("/v1/org/api-keys", headers=acme.headers()).json()["items"])
     attempts = [("POST", "/v1/org/api-keys", {"name": "forever", "role": "owner"}),
                 ("DELETE", f"/v1/org/api-keys/{other.key_id}", None),
                 ("POST", "/v1/org/members", {"display_name": "Mole", "role": "owner"}),
@@ -166,7 +166,7 @@ def test_a_signed_context_cannot_mint_or_manage_credentials_or_members(db: Datab
     for method, path, body in attempts:
         answer = app_client.request(method, path, json=body, headers=headers)
         assert answer.status_code == 403 and "signed context" in answer.json()["error"]["message"], (method, path)
-    assert len(app_client.get("/v1/org/api-keys", headers=acme.headers()).json()) == keys_before
+    assert len(app_client.get("/v1/org/api-keys", headers=acme.headers()).json()["items"]) == keys_before
     assert app_client.get("/v1/org/members", headers=headers).status_code == 200  # reading is fine
     with app_client.websocket_connect("/v1/ws", headers=headers) as ws:
         ws.send_json({"id": 1, "method": "context.sign"})

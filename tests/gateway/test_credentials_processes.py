@@ -54,7 +54,7 @@ class Org:
         return member["user_id"], issued["api_key"]["id"], issued["key"], signed_context(self.server, issued["key"])
 
     def agents(self) -> int:
-        return len(httpx.get(f"{self.server.base}/v1/agents", headers=self.owner).json())
+        return len(httpx.get(f"{self.server.base}/v1/agents", headers=self.owner).json()["items"])
 
 
 def test_every_lifecycle_change_reaches_the_other_process(pg_databases: PgDatabases, tmp_path: Path) -> None:

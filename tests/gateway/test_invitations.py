@@ -41,21 +41,22 @@ def test_a_person_joins_another_organization_only_by_accepting(db: Database, cli
     assert invited.status_code == 202
     invitation = invited.json()["invitation"]
     assert (invitation["status"], invitation["role"], invitation["user_id"]) == ("pending", "operator", bob)
-    assert bob not in {m["user_id"] for m in client.get("/v1/org/members", headers=acme.headers()).json()}
-    assert [i["id"] for i in client.get("/v1/org/invitations", headers=acme.headers()).json()] == [invitation["id"]]
+    assert bob not in {m["user_id"] for m in client.get("/v1/org/members", headers=acme.headers()).json()["items"]}
+    assert [i["id"] for i in client.get(
+            "/v1/org/invitations", headers=acme.headers()).json()["items"]] == [invitation["id"]]
 
-    mine = client.get("/v1/invitations", headers=as_bob).json()
+    mine = client.get("/v1/invitations", headers=as_bob).json()["items"]
     assert [(i["id"], i["org_slug"], i["org_name"]) for i in mine] == [(invitation["id"], "acme", "Acme")]
     accepted = client.post(f"/v1/invitations/{invitation['id']}/accept", headers=as_bob)
     assert accepted.status_code == 200
     assert accepted.json()["organization_id"] == acme.scope.tenant_id
     assert accepted.json()["member"]["role"] == "operator"
-    roles = {m["user_id"]: m["role"] for m in client.get("/v1/org/members", headers=acme.headers()).json()}
+    roles = {m["user_id"]: m["role"] for m in client.get("/v1/org/members", headers=acme.headers()).json()["items"]}
     assert roles[bob] == "operator"
     late = client.post("/v1/org/api-keys", json={"name": "as bob", "role": "operator", "user_id": bob},
                        headers=acme.headers())
     assert late.status_code == 201
-    assert client.get("/v1/invitations", headers=as_bob).json() == []  # answered
+    assert client.get("/v1/invitations", headers=as_bob).json()["items"] == []  # answered
     assert client.post(f"/v1/invitations/{invitation['id']}/accept", headers=as_bob).status_code == 404
 
 
@@ -93,7 +94,7 @@ def test_only_the_invited_person_can_answer(db: Database, client: TestClient, ac
         headers, expected = bearer(token), 403
     for action in ("accept", "decline"):
         assert client.post(f"/v1/invitations/{invitation}/{action}", headers=headers).status_code == expected
-    assert bob not in {m["user_id"] for m in client.get("/v1/org/members", headers=acme.headers()).json()}
+    assert bob not in {m["user_id"] for m in client.get("/v1/org/members", headers=acme.headers()).json()["items"]}
 
 
 def test_declined_withdrawn_and_expired_invitations_cannot_be_accepted(db: Database, client: TestClient,
@@ -110,7 +111,7 @@ def test_declined_withdrawn_and_expired_invitations_cannot_be_accepted(db: Datab
         third = invitations.invite(tx, acme.scope, bob, "member", invited_by=None).id
         tx.execute("UPDATE org_invitations SET expires_at = '2000-01-01T00:00:00.000000Z' WHERE id = :id",
                    {"id": third})
-    assert client.get("/v1/invitations", headers=as_bob).json() == []
+    assert client.get("/v1/invitations", headers=as_bob).json()["items"] == []
     assert client.post(f"/v1/invitations/{third}/accept", headers=as_bob).status_code == 404
     assert invite(client, acme, bob).status_code == 202  # an expired invitation does not block a new one
 

@@ -59,15 +59,15 @@ def test_memory_batch_upsert_returns_ids_in_order_and_upserts_by_scope_and_path(
     assert len(set(ids)) == 3 and all(i.startswith("memory-document-") for i in ids)
     again = upsert(client, acme, bot["id"], [{"path": "notes/a.md", "content": "now filled"}, docs[0]])
     assert again.json()["ids"] == [ids[2], ids[0]]  # existing documents keep their IDs
-    listed = client.get("/v1/agents/bot/memory/documents", headers=acme.headers("operator")).json()
+    listed = client.get("/v1/agents/bot/memory/documents", headers=acme.headers("operator")).json()["items"]
     assert {(d["user_id"], d["path"], d["content"]) for d in listed} == {
         ("", "MEMORY.md", "likes tea"), ("group:telegram:1", "MEMORY.md", "group notes"),
         ("", "notes/a.md", "now filled")}
     scoped = client.get("/v1/agents/bot/memory/documents", params={"user_id": "group:telegram:1"},
-                        headers=acme.headers("operator")).json()
+                        headers=acme.headers("operator")).json()["items"]
     assert [(d["id"], d["metadata"]) for d in scoped] == [(ids[1], {"v": 1})]
     # a member key acting as nobody has no scope of its own: it sees none of them, and may not name one
-    assert client.get("/v1/agents/bot/memory/documents", headers=acme.headers("member")).json() == []
+    assert client.get("/v1/agents/bot/memory/documents", headers=acme.headers("member")).json()["items"] == []
     assert client.get("/v1/agents/bot/memory/documents", params={"user_id": "group:telegram:1"},
                       headers=acme.headers("member")).status_code == 403
 
@@ -160,13 +160,14 @@ def test_graph_ingest_by_agent_id_or_key_with_relations_by_index_and_by_id(clien
                       {"agent": "bot", "source": bo, "target": ana, "relation": "likes"}]})
     assert second.status_code == 201, second.text
     (di,) = second.json()["entity_ids"]
-    entities = client.get("/v1/agents/bot/knowledge/entities", headers=acme.headers("operator")).json()
+    entities = client.get("/v1/agents/bot/knowledge/entities", headers=acme.headers("operator")).json()["items"]
     assert [(e["id"], e["name"], e["agent_id"]) for e in entities] == [
         (ana, "Ana", bot["id"]), (bo, "Bo", bot["id"]), (di, "Di", bot["id"])]
     assert entities[1]["properties"] == {"age": 3}
-    others = client.get(f"/v1/agents/{helper['id']}/knowledge/entities", headers=acme.headers("operator")).json()
+    others = client.get(
+            f"/v1/agents/{helper['id']}/knowledge/entities", headers=acme.headers("operator")).json()["items"]
     assert [(e["id"], e["user_id"]) for e in others] == [(cy, "group:telegram:1")]
-    relations = client.get("/v1/agents/bot/knowledge/relations", headers=acme.headers("operator")).json()
+    relations = client.get("/v1/agents/bot/knowledge/relations", headers=acme.headers("operator")).json()["items"]
     assert {(r["source_entity_id"], r["relation"], r["target_entity_id"]) for r in relations} == {
         (ana, "knows", bo), (di, "met", ana), (bo, "likes", ana)}
 
@@ -291,7 +292,7 @@ def test_vault_upload_takes_an_agent_id_or_key_in_the_form(client: TestClient, a
     assert "attachment" in download.headers["content-disposition"]
     text = client.get(f"/v1/vault/documents/{a['id']}", headers=acme.headers("member"))
     assert text.headers["content-type"] == "text/plain" and text.content == b"hello"
-    listed = client.get("/v1/agents/bot/vault", headers=acme.headers("member")).json()
+    listed = client.get("/v1/agents/bot/vault", headers=acme.headers("member")).json()["items"]
     assert [d["path"] for d in listed] == ["docs/a.txt", "img/b.png"]
     assert client.delete(f"/v1/vault/documents/{a['id']}", headers=acme.headers("operator")).status_code == 204
     assert client.get(f"/v1/vault/documents/{a['id']}", headers=acme.headers()).status_code == 404

@@ -61,7 +61,7 @@ def test_links_join_two_agents_named_by_id_or_key(client: TestClient, acme: Tena
     link = post(client, "/v1/agents/one/links", {"target": two["id"]}, acme.headers("operator"))
     assert (link["source_agent_id"], link["target_agent_id"], link["kind"]) == (one["id"], two["id"], "delegate")
     for ref in ("one", two["id"], "two"):  # listed from either end
-        assert client.get(f"/v1/agents/{ref}/links", headers=acme.headers("member")).json() == [link]
+        assert client.get(f"/v1/agents/{ref}/links", headers=acme.headers("member")).json()["items"] == [link]
 
     duplicate = client.post(f"/v1/agents/{one['id']}/links", json={"target": "two"}, headers=acme.headers())
     assert duplicate.status_code == 409 and duplicate.json()["error"]["field"] == "target_agent_id"
@@ -72,7 +72,8 @@ def test_links_join_two_agents_named_by_id_or_key(client: TestClient, acme: Tena
 
     assert client.delete(f"/v1/links/{link['id']}", headers=acme.headers("operator")).status_code == 204
     assert client.delete(f"/v1/links/{link['id']}", headers=acme.headers()).status_code == 404
-    assert [item["kind"] for item in client.get("/v1/agents/one/links", headers=acme.headers()).json()] == ["handoff"]
+    assert [item["kind"] for item in client.get(
+            "/v1/agents/one/links", headers=acme.headers()).json()["items"]] == ["handoff"]
 
 
 def test_mcp_servers_are_attached_listed_and_detached(client: TestClient, acme: Tenant) -> None:
@@ -81,12 +82,13 @@ def test_mcp_servers_are_attached_listed_and_detached(client: TestClient, acme: 
                   {"name": "files", "url": "https://mcp.example/files", "config": {"timeout": 5}},
                   acme.headers("operator"))
     assert server["agent_id"] == one["id"] and server["config"] == {"timeout": 5}
-    assert client.get(f"/v1/agents/{one['id']}/mcp-servers", headers=acme.headers("operator")).json() == [server]
+    assert client.get(
+            f"/v1/agents/{one['id']}/mcp-servers", headers=acme.headers("operator")).json()["items"] == [server]
     duplicate = client.post("/v1/agents/one/mcp-servers", json={"name": "files", "url": "https://x.example"},
                             headers=acme.headers())
     assert duplicate.status_code == 409 and duplicate.json()["error"]["field"] == "name"
     assert client.delete(f"/v1/mcp-servers/{server['id']}", headers=acme.headers("operator")).status_code == 204
-    assert client.get("/v1/agents/one/mcp-servers", headers=acme.headers()).json() == []
+    assert client.get("/v1/agents/one/mcp-servers", headers=acme.headers()).json()["items"] == []
 
 
 # -- skills -------------------------------------------------------------------------------------------------
@@ -97,7 +99,7 @@ def test_a_skill_is_owned_by_the_acting_person_and_managed_by_them_or_an_admin(c
     skill = post(client, "/v1/skills", {"name": "greet", "content": "Say hello."}, as_ada)
     assert skill["owner_id"] == ada
     assert client.get(f"/v1/skills/{skill['id']}", headers=acme.headers("member")).json() == skill
-    assert client.get("/v1/skills", headers=acme.headers("member")).json() == [skill]
+    assert client.get("/v1/skills", headers=acme.headers("member")).json()["items"] == [skill]
 
     owner_in_body = client.post("/v1/skills", json={"name": "x", "content": "c", "owner_id": "someone"},
                                 headers=as_ada)
@@ -127,9 +129,10 @@ def test_cron_jobs_are_scheduled_by_the_actor_and_toggled(client: TestClient, ac
     by_service_key = post(client, f"/v1/agents/{one['id']}/cron-jobs", {"schedule": "@hourly", "enabled": False},
                           acme.headers("operator"))
     assert by_service_key["created_by"].startswith("api-key-") and by_service_key["user_id"] == ""
-    assert client.get("/v1/agents/one/cron-jobs", headers=acme.headers("operator")).json() == [job, by_service_key]
+    assert client.get(
+            "/v1/agents/one/cron-jobs", headers=acme.headers("operator")).json()["items"] == [job, by_service_key]
     assert client.get(f"/v1/cron-jobs/{job['id']}", headers=acme.headers("member")).status_code == 404  # Ada's scope
-    assert client.get("/v1/agents/one/cron-jobs", headers=acme.headers("member")).json() == []
+    assert client.get("/v1/agents/one/cron-jobs", headers=acme.headers("member")).json()["items"] == []
     assert client.get(f"/v1/cron-jobs/{job['id']}", headers=as_ada).json() == job
 
     disabled = client.patch(f"/v1/cron-jobs/{job['id']}", json={"enabled": False}, headers=acme.headers("operator"))
@@ -151,7 +154,7 @@ def test_grants_are_made_replaced_listed_and_removed(client: TestClient, acme: T
         one["id"], GRANT["chat_scope"], "1001", admin)
     replaced = client.post(f"/v1/agents/{one['id']}/grants", json={**GRANT, "allow": False}, headers=as_admin)
     assert replaced.status_code == 200 and replaced.json()["id"] == grant["id"] and replaced.json()["allow"] is False
-    assert client.get("/v1/agents/one/grants", headers=acme.headers("member")).json() == [replaced.json()]
+    assert client.get("/v1/agents/one/grants", headers=acme.headers("member")).json()["items"] == [replaced.json()]
 
     invalid = [({"chat_scope": "telegram:-100123"}, "chat_scope"), ({"config_type": "root"}, "config_type"),
                ({"sender_id": "group:telegram:-100123"}, "sender_id")]
@@ -161,7 +164,7 @@ def test_grants_are_made_replaced_listed_and_removed(client: TestClient, acme: T
 
     assert client.delete(f"/v1/grants/{grant['id']}", headers=acme.headers("admin")).status_code == 204
     assert client.delete(f"/v1/grants/{grant['id']}", headers=acme.headers("admin")).status_code == 404
-    assert client.get("/v1/agents/one/grants", headers=acme.headers()).json() == []
+    assert client.get("/v1/agents/one/grants", headers=acme.headers()).json()["items"] == []
 
 
 # -- heartbeat ----------------------------------------------------------------------------------------------

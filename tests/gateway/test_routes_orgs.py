@@ -231,10 +231,10 @@ def test_a_platform_admin_creates_lists_and_deletes_organizations(client: TestCl
     assert key["api_key"]["role"] == "owner" and key["api_key"]["user_id"] == owner["id"]
     assert key["key"].startswith(key["api_key"]["key_prefix"])
     assert client.get("/v1/org", headers=bearer(key["key"])).json() == org  # the key acts in the new org
-    members = client.get("/v1/org/members", headers=bearer(key["key"])).json()
+    members = client.get("/v1/org/members", headers=bearer(key["key"])).json()["items"]
     assert [(m["user_id"], m["role"]) for m in members] == [(owner["id"], "owner")]
     assert key["key"] not in client.get("/v1/org/api-keys", headers=bearer(key["key"])).text  # shown once
-    slugs = [o["slug"] for o in client.get("/v1/orgs", headers=platform_admin).json()]
+    slugs = [o["slug"] for o in client.get("/v1/orgs", headers=platform_admin).json()["items"]]
     assert {"acme", "initech", "platform"} <= set(slugs)
 
     duplicate = client.post("/v1/orgs", json={"slug": "initech", "name": "Again"}, headers=platform_admin)
@@ -281,13 +281,15 @@ def test_members_are_created_or_invited_and_removed(db: Database, client: TestCl
                                                user_id=existing.id).key)
     invited = client.post("/v1/org/members", json={"user_id": existing.id}, headers=h)
     assert invited.status_code == 202 and invited.json()["invitation"]["status"] == "pending"
-    listed = {m["user_id"]: m["role"] for m in client.get("/v1/org/members", headers=acme.headers("member")).json()}
+    listed = {m["user_id"]: m["role"]
+              for m in client.get("/v1/org/members", headers=acme.headers("member")).json()["items"]}
     assert listed == {created["user_id"]: "operator"}  # not a member until he accepts
     invitation = invited.json()["invitation"]["id"]
-    assert [i["id"] for i in client.get("/v1/invitations", headers=linus).json()] == [invitation]
+    assert [i["id"] for i in client.get("/v1/invitations", headers=linus).json()["items"]] == [invitation]
     accepted = client.post(f"/v1/invitations/{invitation}/accept", headers=linus)
     assert accepted.status_code == 200 and accepted.json()["organization_id"] == acme.scope.tenant_id
-    listed = {m["user_id"]: m["role"] for m in client.get("/v1/org/members", headers=acme.headers("member")).json()}
+    listed = {m["user_id"]: m["role"]
+              for m in client.get("/v1/org/members", headers=acme.headers("member")).json()["items"]}
     assert listed == {created["user_id"]: "operator", existing.id: "member"}
 
     conflicts = [({"user_id": existing.id}, "user_id"), ({"display_name": "G2", "email": "grace@example.com"}, "email")]
@@ -323,7 +325,7 @@ def test_api_keys_are_shown_once_act_as_their_member_and_are_revoked(client: Tes
     skill = post(client, "/v1/skills", {"name": "s", "content": "c"}, bearer(issued["key"]))
     assert skill["owner_id"] == member["user_id"]  # the key acts as its member
     listed = client.get("/v1/org/api-keys", headers=acme.headers())
-    assert record in listed.json() and issued["key"] not in listed.text
+    assert record in listed.json()["items"] and issued["key"] not in listed.text
 
     too_high = client.post("/v1/org/api-keys", json={"name": "k", "role": "admin", "user_id": member["user_id"]},
                            headers=acme.headers())

@@ -67,9 +67,10 @@ def test_a_session_lifecycle_by_agent_key(db: Database, client: TestClient, acme
         sent = client.post("/v1/sessions/tg:42/messages", json={"role": "user", "content": text}, headers=headers)
         assert sent.status_code == 201, sent.text
         assert sent.json()["sender_id"] == alice  # the actor, from the key
-    messages = client.get("/v1/sessions/tg:42/messages", headers=headers).json()
+    messages = client.get("/v1/sessions/tg:42/messages", headers=headers).json()["items"]
     assert [(m["seq"], m["content"]) for m in messages] == [(1, "hello"), (2, "how are you?")]
-    page = client.get("/v1/sessions/tg:42/messages", params={"after_seq": 1, "limit": 1}, headers=headers).json()
+    page = client.get(
+            "/v1/sessions/tg:42/messages", params={"after_seq": 1, "limit": 1}, headers=headers).json()["items"]
     assert [m["seq"] for m in page] == [2]
 
     done = client.post("/v1/sessions/tg:42/complete", headers=headers)
@@ -123,7 +124,7 @@ def test_a_session_key_may_contain_slashes(client: TestClient, acme: Tenant) -> 
     sent = client.post("/v1/sessions/slack:T1/C2/thread:9/messages", json={"role": "user", "content": "hi"},
                        headers=acme.headers())
     assert sent.status_code == 201 and sent.json()["session_key"] == "slack:T1/C2/thread:9"
-    assert len(client.get("/v1/sessions/slack:T1/C2/thread:9/messages", headers=acme.headers()).json()) == 1
+    assert len(client.get("/v1/sessions/slack:T1/C2/thread:9/messages", headers=acme.headers()).json()["items"]) == 1
     assert client.get("/v1/sessions/slack:T1/C2/thread:9", headers=acme.headers()).json()["status"] == "open"
     assert client.post("/v1/sessions/slack:T1/C2/thread:9/complete", headers=acme.headers()).status_code == 200
 

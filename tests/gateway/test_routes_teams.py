@@ -35,7 +35,8 @@ def test_a_team_is_created_read_led_and_deleted(client: TestClient, acme: Tenant
     assert team["lead_agent_id"] == one["id"] and team["tenant_id"] == acme.scope.tenant_id
     assert post(client, "/v1/teams", {"name": "Solo"}, acme.headers())["lead_agent_id"] is None
     assert client.get(f"/v1/teams/{team['id']}", headers=acme.headers("member")).json() == team
-    assert [t["name"] for t in client.get("/v1/teams", headers=acme.headers("member")).json()] == ["Solo", "Support"]
+    assert [t["name"] for t in client.get(
+            "/v1/teams", headers=acme.headers("member")).json()["items"]] == ["Solo", "Support"]
 
     for ref, expected in ((two["id"], two["id"]), ("one", one["id"]), (None, None)):
         led = client.put(f"/v1/teams/{team['id']}/lead", json={"agent": ref}, headers=acme.headers("operator"))
@@ -55,7 +56,7 @@ def test_members_are_added_and_removed_by_id_or_key(client: TestClient, acme: Te
     by_id = post(client, members, {"agent": two["id"], "role": "reviewer"}, acme.headers("operator"))
     assert (by_key["agent_id"], by_key["agent_key"], by_key["role"]) == (one["id"], "one", "member")
     assert (by_id["agent_id"], by_id["agent_key"], by_id["role"]) == (two["id"], "two", "reviewer")
-    assert client.get(members, headers=acme.headers("member")).json() == [by_key, by_id]
+    assert client.get(members, headers=acme.headers("member")).json()["items"] == [by_key, by_id]
 
     for ref in ("one", one["id"]):  # the same agent named either way is the same member
         duplicate = client.post(members, json={"agent": ref}, headers=acme.headers())
@@ -65,7 +66,7 @@ def test_members_are_added_and_removed_by_id_or_key(client: TestClient, acme: Te
     assert client.delete(f"{members}/{two['id']}", headers=acme.headers("operator")).status_code == 204
     again = client.delete(f"{members}/one", headers=acme.headers())
     assert again.status_code == 404 and again.json()["error"]["message"] == "team member not found"
-    assert client.get(members, headers=acme.headers()).json() == []
+    assert client.get(members, headers=acme.headers()).json()["items"] == []
 
 
 def test_team_api_keys_are_shown_once_act_as_the_team_and_are_revoked(client: TestClient, acme: Tenant) -> None:
@@ -78,14 +79,14 @@ def test_team_api_keys_are_shown_once_act_as_the_team_and_are_revoked(client: Te
     assert client.get("/v1/teams", headers=as_team).status_code == 200  # the team key reads, as a member
     assert client.post("/v1/teams", json={"name": "x"}, headers=as_team).status_code == 403
     listed = client.get(keys, headers=acme.headers())
-    assert listed.json() == [record] and issued["key"] not in listed.text
+    assert listed.json()["items"] == [record] and issued["key"] not in listed.text
 
     other_team = post(client, "/v1/teams", {"name": "Other"}, acme.headers())
     wrong_team = client.delete(f"/v1/teams/{other_team['id']}/api-keys/{record['id']}", headers=acme.headers())
     assert wrong_team.status_code == 404  # a key of another team is not this team's
     assert client.delete(f"{keys}/{record['id']}", headers=acme.headers()).status_code == 204
     assert client.get("/v1/teams", headers=as_team).status_code == 401
-    assert client.get(keys, headers=acme.headers()).json()[0]["revoked_at"] is not None
+    assert client.get(keys, headers=acme.headers()).json()["items"][0]["revoked_at"] is not None
 
 
 def test_a_teams_body_never_chooses_the_tenant(client: TestClient, acme: Tenant, globex: Tenant) -> None:

@@ -123,3 +123,22 @@ def test_more_than_one_process_needs_postgresql(tmp_path: Path) -> None:
                              f"sqlite:///{tmp_path / 'x.db'}", "--workers", "2"], cwd=ROOT, capture_output=True,
                             text=True, timeout=60, check=False)
     assert result.returncode == 2 and "needs PostgreSQL" in result.stderr
+
+
+def test_the_server_refuses_an_oversized_websocket_frame_before_reading_it(tmp_path: Path) -> None:
+    """Frames over the protocol's limit are refused by the server itself (close 1009), not read into memory."""
+    url = f"sqlite:///{tmp_path / 'agentfy.db'}"
+    key = "agfy_ok_" + "w" * 40
+    with serving(url, env={"AGENTFY_ADMIN_API_KEY": key}) as (base, _):
+        async def oversized() -> int | None:
+            ws_url = base.replace("http", "ws") + "/v1/ws"
+            async with websockets.connect(ws_url, additional_headers={"Authorization": f"Bearer {key}"},
+                                          max_size=None) as ws:
+                await ws.send("x" * (1024 * 1024))
+                try:
+                    await asyncio.wait_for(ws.recv(), 10)
+                except websockets.ConnectionClosed as closed:
+                    return closed.rcvd.code if closed.rcvd else None
+            return None
+
+        assert asyncio.run(oversized()) == 1009

@@ -109,7 +109,7 @@ def http_error(response: Any) -> dict[str, Any]:
 def test_auth_by_header(client: TestClient, acme: Tenant) -> None:
     created = client.post("/v1/agents", json={"agent_key": "bot"}, headers=acme.headers()).json()
     with connect(client, acme.headers("member")) as rpc:
-        assert rpc.result("agents.list") == [created]
+        assert rpc.result("agents.list")["items"] == [created]
 
 
 def test_auth_by_first_message(client: TestClient, acme: Tenant) -> None:
@@ -170,7 +170,7 @@ def test_reconnect_with_a_signed_context(client: TestClient, acme: Tenant) -> No
     assert signed["tenant_slug"] == "acme"
     bearer = {"Authorization": f"Bearer {signed['token']}"}
     with connect(client, bearer) as rpc:  # by header
-        assert [a["agent_key"] for a in rpc.result("agents.list")] == ["bot"]
+        assert [a["agent_key"] for a in rpc.result("agents.list")["items"]] == ["bot"]
         assert rpc.result("agents.create", {"agent_key": "other"})["tenant_id"] == acme.scope.tenant_id  # role kept
         refused = rpc.error("context.sign")  # a signed context cannot renew itself
         assert refused["code"] == "forbidden" and refused["status"] == 403
@@ -187,7 +187,7 @@ def test_a_signed_context_revoked_by_bumping_the_epoch_is_refused(db: Database, 
         token = rpc.result("context.sign")["token"]
     bearer = {"Authorization": f"Bearer {token}"}
     with connect(client, bearer) as live:
-        assert live.result("agents.list") == []
+        assert live.result("agents.list")["items"] == []
         auth.bump_signing_epoch(db)
         revoked = live.call("agents.list")["error"]  # the live connection ends at its next request
         assert revoked["code"] == "revoked" and revoked["message"].startswith("the signed context was revoked")
@@ -205,7 +205,7 @@ def test_a_signed_context_revoked_by_bumping_the_epoch_is_refused(db: Database, 
 
 def test_a_revoked_api_key_ends_the_live_connection(db: Database, client: TestClient, acme: Tenant) -> None:
     with connect(client, acme.headers("member")) as rpc:
-        assert rpc.result("agents.list") == []
+        assert rpc.result("agents.list")["items"] == []
         with db.transaction() as tx:
             key = next(k for k in api_keys.list_api_keys(tx, acme.scope) if k.role == "member")
             api_keys.revoke_api_key(tx, acme.scope, key.id)
@@ -225,7 +225,7 @@ def test_every_agent_method_by_id_and_by_key(client: TestClient, acme: Tenant) -
             assert beat.pop("checked_at") and beat == {"id": created["id"], "tenant_id": acme.scope.tenant_id,
                                                        "agent_key": "support-bot", "display_name": "Support",
                                                        "running": False}
-        assert rpc.result("agents.list") == [created]
+        assert rpc.result("agents.list")["items"] == [created]
 
         renamed = rpc.result("agents.update", {"agent": "support-bot", "agent_key": "helper",
                                                "display_name": "Helper"})
@@ -239,7 +239,7 @@ def test_every_agent_method_by_id_and_by_key(client: TestClient, acme: Tenant) -
         assert rpc.result("agents.delete", {"agent": "helper"}) == {"id": created["id"], "deleted": True}
         for ref in (created["id"], "helper"):
             assert rpc.error("agents.get", {"agent": ref})["code"] == "not_found"
-        assert rpc.result("agents.list") == []
+        assert rpc.result("agents.list")["items"] == []
 
 
 def test_results_are_the_http_bodies(client: TestClient, acme: Tenant) -> None:
@@ -248,7 +248,7 @@ def test_results_are_the_http_bodies(client: TestClient, acme: Tenant) -> None:
         assert client.get(f"/v1/agents/{created['id']}", headers=acme.headers()).json() == created
         updated = rpc.result("agents.update", {"agent": "bot", "display_name": "Bot"})
         assert client.get("/v1/agents/bot", headers=acme.headers()).json() == updated
-        assert rpc.result("agents.list") == client.get("/v1/agents", headers=acme.headers()).json()
+        assert rpc.result("agents.list")["items"] == client.get("/v1/agents", headers=acme.headers()).json()["items"]
         beat = rpc.result("agents.heartbeat", {"agent": "bot"})
         http_beat = client.post(f"/v1/agents/{created['id']}/heartbeat", headers=acme.headers()).json()
         assert beat.pop("checked_at") <= http_beat.pop("checked_at") and beat == http_beat
@@ -306,7 +306,7 @@ def test_role_too_low_is_forbidden(client: TestClient, acme: Tenant, role: str, 
     with connect(client, acme.headers(role)) as rpc:
         error = rpc.error(method, params)
         assert error["code"] == "forbidden" and error["status"] == 403
-        assert [a["display_name"] for a in rpc.result("agents.list")] == ["bot"]  # nothing changed
+        assert [a["display_name"] for a in rpc.result("agents.list")["items"]] == ["bot"]  # nothing changed
 
 
 def test_params_are_validated_like_http_bodies_and_never_choose_the_tenant(client: TestClient, acme: Tenant,
@@ -324,7 +324,7 @@ def test_params_are_validated_like_http_bodies_and_never_choose_the_tenant(clien
         assert rpc.error("agents.get", {})["field"] == "agent"
         taken = rpc.result("agents.create", {"agent_key": "bot"})
         assert rpc.error("agents.create", {"agent_key": "bot"})["code"] == "conflict"
-        assert rpc.result("agents.list") == [taken]
+        assert rpc.result("agents.list")["items"] == [taken]
 
 
 def test_unknown_method(client: TestClient, acme: Tenant) -> None:
@@ -352,13 +352,14 @@ def test_malformed_messages_are_invalid_request_and_the_connection_stays(client:
         error = rpc.send(raw, reply_id)["error"]
         assert error["code"] == "invalid_request" and error["status"] == 400
         assert error.get("field") == field
-        assert rpc.result("agents.list") == []
+        assert rpc.result("agents.list")["items"] == []
 
 
 def test_jsonrpc_member_and_missing_params_are_fine(client: TestClient, acme: Tenant) -> None:
     with connect(client, acme.headers()) as rpc:
-        assert rpc.send({"jsonrpc": "2.0", "id": "q", "method": "agents.list"}, "q") == {"id": "q", "result": []}
-        assert rpc.send({"method": "agents.list", "params": None}, None) == {"id": None, "result": []}
+        empty = {"items": [], "next_cursor": None}
+        assert rpc.send({"jsonrpc": "2.0", "id": "q", "method": "agents.list"}, "q") == {"id": "q", "result": empty}
+        assert rpc.send({"method": "agents.list", "params": None}, None) == {"id": None, "result": empty}
 
 
 # -- events --------------------------------------------------------------------------------------------------------

@@ -141,7 +141,7 @@ def test_bad_agent_ids_are_refused_before_sql_and_nothing_is_written(db: Databas
 
 def test_names_are_validated(db: Database) -> None:
     acme = new_tenant(db, "acme")
-    with pytest.raises(InvalidInputError, match="name must not be empty"), db.transaction() as tx:
+    with pytest.raises(InvalidInputError, match="invalid name '': must not be empty"), db.transaction() as tx:
         teams.create_team(tx, acme, name="")
     assert count(db, "teams") == 0
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentfy.gateway.auth import Principal
+from agentfy.gateway.pages import Page, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.schemas import AgentIn, AgentOut, AgentPatch
 from agentfy.gateway.routes.schemas_admin import HeartbeatOut
 from agentfy.identity import AgentId
 from agentfy.store.db import now
+from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import agents
 from agentfy.store.repos.agents import Agent
 
@@ -31,9 +33,11 @@ def agent_out(agent: Agent) -> AgentOut:
                     updated_at=agent.updated_at)
 
 
-def list_agents(gateway: GatewayState, who: Principal) -> list[Agent]:
-    with gateway.db.transaction(write=False) as tx:
-        return agents.list_agents(tx, who.scope)
+def list_agents(gateway: GatewayState, who: Principal, *, limit: int = DEFAULT_LIMIT,
+                cursor: str | None = None) -> Page[AgentOut]:
+    """A page of the organization's agents, by key."""
+    return paged(gateway, who, "agents.list", agents.PAGES, fetch=lambda tx, **page: agents.list_agents(
+        tx, who.scope, **page), out=agent_out, limit=limit, cursor=cursor)
 
 
 def get_agent(gateway: GatewayState, who: Principal, ref: str) -> Agent:

@@ -23,6 +23,7 @@ from agentfy import __version__
 from agentfy.agents.router import Router
 from agentfy.gateway import errors
 from agentfy.gateway.auth import Principal, bearer, lookup
+from agentfy.gateway.limits import InputLimits
 from agentfy.gateway.openapi import compact
 from agentfy.gateway.principals import PrincipalCache
 from agentfy.identity.context import set_for_task
@@ -143,6 +144,7 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
                               "anchored pattern; errors share one shape: {error: {code, message, field, value, "
                               "expected}}.")
     app.state.gateway = gateway
+    app.add_middleware(InputLimits)
     errors.install(app)
 
     @app.get("/healthz", tags=["health"])

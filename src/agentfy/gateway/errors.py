@@ -22,6 +22,7 @@ from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.identity.keys import InvalidTenantSlugError
 from agentfy.permissions.access import AccessDenied
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
+from agentfy.store.inputs import safe_text, shown
 
 logger: Final = logging.getLogger("agentfy.gateway")
 
@@ -66,9 +67,23 @@ class ApiError(Exception):
         self.details = details
 
 
+#: The longest message an error carries (a message quoting input stays bounded whatever the input).
+MESSAGE_MAX_CHARS: Final = 1000
+
+
 def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"code": code, "message": message}
-    body.update({k: v for k, v in details.items() if v is not None})
+    """The one error body.  It can always be sent, whatever input it quotes: the echoed ``value`` is truncated
+    to 200 characters and a lone surrogate anywhere (value, field, message) is escaped."""
+    body: dict[str, Any] = {"code": code, "message": safe_text(message[:MESSAGE_MAX_CHARS])}
+    for name, detail in details.items():
+        if name == "value":
+            echoed = shown(detail)
+        elif isinstance(detail, str):
+            echoed = safe_text(detail[:MESSAGE_MAX_CHARS])
+        else:
+            echoed = detail
+        if echoed is not None:
+            body[name] = echoed
     return {"error": body}
 
 
@@ -88,8 +103,7 @@ def describe(error: BaseException) -> tuple[int, dict[str, Any]]:
     if isinstance(error, InvalidTenantSlugError):
         return 422, error_body("invalid_slug", str(error), field=error.field)
     if isinstance(error, InvalidInputError):
-        shown = error.value if isinstance(error.value, str | int | float | bool) else None
-        return 422, error_body("invalid_input", str(error), field=error.field, value=shown)
+        return 422, error_body("invalid_input", str(error), field=error.field, value=error.value)
     if isinstance(error, NotFoundError):
         return 404, error_body("not_found", f"{error.entity} not found", field=getattr(error, "field", None),
                                value=error.ref if isinstance(error.ref, str) else None)
@@ -122,7 +136,7 @@ def install(app: FastAPI) -> None:
         field = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p))
                         for i, p in enumerate(location))
         message = str(first.get("msg", "invalid request"))
-        value = first.get("input") if isinstance(first.get("input"), str) else None
+        value = first.get("input") if isinstance(first.get("input"), str | int | float) else None
         code = "invalid_id" if first.get("type") == "invalid_id" else "invalid_input"
         expected = (first.get("ctx") or {}).get("expected")
         return JSONResponse(error_body(code, message, field=field or None, value=value, expected=expected),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Final, NewType
 
-from agentfy.ids import AGENTFY_UUID_LEGACY, AGENTFY_WORDS_LEGACY, CANONICAL, PRODUCT_LEGACY_ID_FORMATS
+from agentfy.ids import AGENTFY_UUID_LEGACY, AGENTFY_WORDS_LEGACY, CANONICAL, NIL_UUID, PRODUCT_LEGACY_ID_FORMATS
 
 AgentKey = NewType("AgentKey", str)
 #: An organization's slug: its human-readable identity (URLs, workspace paths, log fields).
@@ -40,10 +40,12 @@ def looks_like_an_id(value: str) -> bool:
     """Whether ``value`` has the shape of an ID with any well-formed prefix (registered or not): canonical,
     Agentfy's legacy shapes, and the other products' human-id shapes (Bonsite, Securify, Store Deputy —
     so ``agent-calm-rivers-k8m4p2d7n9xi`` is refused too).  Shiffty's shape (any two words and six
-    characters) is left out: it would refuse ordinary keys such as ``team-alpha-beta-123456``."""
+    characters) is left out: it would refuse ordinary keys such as ``team-alpha-beta-123456``.  The nil UUID
+    counts too: it is no ID, but it is the silent-nil marker of a caller bug, and a key or slug spelled like
+    it would make that bug look like a hit."""
     if value.count("-") < 3:  # every ID shape has at least three hyphens (a UUID has four)
         return False
-    return any(shape.match(value, None) for shape in _ID_SHAPES)
+    return value == NIL_UUID or any(shape.match(value, None) for shape in _ID_SHAPES)
 
 
 def agent_key_problem(value: object) -> str | None:

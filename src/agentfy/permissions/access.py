@@ -232,6 +232,22 @@ def visible_scopes(caller: Caller) -> frozenset[str] | None:
     return frozenset()
 
 
+def scope_filter(caller: Caller, operation: str, requested: str | None) -> tuple[bool, str | None]:
+    """For a list: ``(nothing_visible, user_id)`` — whether the caller may see no scope at all (the answer is an
+    empty page), else the scope to filter on (``None``: every scope).  A scope the caller named itself and may
+    not use is 403 (:func:`require_scope`)."""
+    if requested is not None:
+        require_scope(caller, operation, requested)
+        return False, requested
+    visible = visible_scopes(caller)
+    if visible is None:
+        return False, None
+    if not visible:
+        return True, None
+    (only,) = visible
+    return False, only
+
+
 def require_scope(caller: Caller, operation: str, scope: str, *, row: tuple[str, object] | None = None) -> None:
     """Raise unless ``caller`` may use ``scope`` for ``operation``.
 

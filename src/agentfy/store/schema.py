@@ -72,6 +72,11 @@ def tenant() -> sa.Column[str]:
     return ref("tenant_id", "organizations.id", on_delete="CASCADE", index=True)
 
 
+def json_column(name: str) -> sa.Column[str]:
+    """A JSON document (an object), stored as text: ``info["json"]`` lets the input scan find it."""
+    return sa.Column(name, sa.Text, nullable=False, server_default="{}", info={"json": True})
+
+
 def created_at() -> sa.Column[str]:
     return sa.Column("created_at", sa.Text, nullable=False)
 
@@ -88,7 +93,7 @@ organizations = _table(
     # A reference without an FK (organizations and agents would reference each other): deleting the agent
     # clears it in the same transaction, and the orphan scan checks it.
     soft_ref("default_agent_id", "agents.id"),
-    sa.Column("settings", sa.Text, nullable=False, server_default="{}"),
+    json_column("settings"),
     created_at(),
     id_columns=("id", "default_agent_id"),
 )
@@ -156,7 +161,7 @@ org_policies = _table(
     id_pk("org-policy"),
     ref("org_id", "organizations.id", on_delete="CASCADE"),
     sa.Column("name", sa.Text, nullable=False),
-    sa.Column("document", sa.Text, nullable=False, server_default="{}"),
+    json_column("document"),
     created_at(),
     sa.UniqueConstraint("org_id", "name"),
     id_columns=("id", "org_id"),
@@ -181,7 +186,7 @@ agents = _table(
     tenant(),
     sa.Column("agent_key", sa.Text, nullable=False),
     sa.Column("display_name", sa.Text, nullable=False),
-    sa.Column("config", sa.Text, nullable=False, server_default="{}"),
+    json_column("config"),
     created_at(),
     sa.Column("updated_at", sa.Text, nullable=False),
     sa.Column("deleted_at", sa.Text, nullable=True),
@@ -211,7 +216,7 @@ agent_mcp_servers = _table(
     ref("agent_id", "agents.id", on_delete="CASCADE", index=True),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("url", sa.Text, nullable=False),
-    sa.Column("config", sa.Text, nullable=False, server_default="{}"),
+    json_column("config"),
     created_at(),
     sa.UniqueConstraint("agent_id", "name"),
     id_columns=("id", "tenant_id", "agent_id"),
@@ -311,7 +316,7 @@ kg_entities = _table(
     sa.Column("user_id", sa.Text, nullable=False),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("entity_type", sa.Text, nullable=False),
-    sa.Column("properties", sa.Text, nullable=False, server_default="{}"),
+    json_column("properties"),
     created_at(),
     sa.Index("ix_kg_entities_agent_name", "agent_id", "name"),
     id_columns=("id", "tenant_id", "agent_id"),
@@ -325,7 +330,7 @@ kg_relations = _table(
     ref("source_entity_id", "kg_entities.id", on_delete="CASCADE", index=True),
     ref("target_entity_id", "kg_entities.id", on_delete="CASCADE", index=True),
     sa.Column("relation", sa.Text, nullable=False),
-    sa.Column("properties", sa.Text, nullable=False, server_default="{}"),
+    json_column("properties"),
     created_at(),
     id_columns=("id", "tenant_id", "agent_id", "source_entity_id", "target_entity_id"),
 )
@@ -338,7 +343,7 @@ memory_documents = _table(
     sa.Column("user_id", sa.Text, nullable=False, comment="the memory SCOPE (empty: the agent's own)"),
     sa.Column("path", sa.Text, nullable=False),
     sa.Column("content", sa.Text, nullable=False),
-    sa.Column("metadata", sa.Text, nullable=False, server_default="{}"),
+    json_column("metadata"),
     created_at(),
     sa.Column("updated_at", sa.Text, nullable=False),
     sa.UniqueConstraint("agent_id", "user_id", "path"),
@@ -392,7 +397,7 @@ cron_jobs = _table(
     sa.Column("created_by", sa.Text, nullable=False, comment="the ACTOR"),
     sa.Column("user_id", sa.Text, nullable=False, comment="the SCOPE it runs in (empty: none)"),
     sa.Column("schedule", sa.Text, nullable=False),
-    sa.Column("payload", sa.Text, nullable=False, server_default="{}"),
+    json_column("payload"),
     sa.Column("enabled", sa.Boolean, nullable=False, server_default=sa.true()),
     created_at(),
     id_columns=("id", "tenant_id", "agent_id"),
@@ -507,7 +512,7 @@ event_outbox = sa.Table(
     sa.Column("agent_id", sa.Text, nullable=True),
     sa.Column("user_id", sa.Text, nullable=True),
     sa.Column("occurred_at", sa.Text, nullable=False),
-    sa.Column("payload", sa.Text, nullable=False, server_default="{}"),
+    json_column("payload"),
     sa.Column("status", sa.Text, nullable=False, server_default="pending"),
     sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
     sa.Column("available_at", sa.Text, nullable=False),

@@ -10,7 +10,9 @@ from fastapi.concurrency import run_in_threadpool
 from agentfy.gateway import agent_ops
 from agentfy.gateway.agent_ops import agent_out
 from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.pages import Cursor, Limit, Page
 from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AGENT_REF_PATTERN, AgentIn, AgentOut, AgentPatch
+from agentfy.store.paging import DEFAULT_LIMIT
 
 router = APIRouter(tags=["agents"])
 AgentRef = Annotated[str, Path(description=AGENT_REF_DESCRIPTION, max_length=100,
@@ -23,10 +25,11 @@ def create_agent(body: AgentIn, who: Authenticated, gateway: Gateway) -> AgentOu
     return agent_out(agent_ops.create_agent(gateway, who, body))
 
 
-@router.get("/agents", operation_id="agents.list", response_model=list[AgentOut])
-def list_agents(who: Authenticated, gateway: Gateway) -> list[AgentOut]:
-    """The caller's organization's agents, by key."""
-    return [agent_out(a) for a in agent_ops.list_agents(gateway, who)]
+@router.get("/agents", operation_id="agents.list", response_model=Page[AgentOut])
+def list_agents(who: Authenticated, gateway: Gateway, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None,
+                ) -> Page[AgentOut]:
+    """The caller's organization's agents, by key, a page at a time."""
+    return agent_ops.list_agents(gateway, who, limit=limit, cursor=cursor)
 
 
 @router.get("/agents/{agent}", operation_id="agents.get", response_model=AgentOut)

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Response
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.auth import Principal
 from agentfy.gateway.errors import ApiError
+from agentfy.gateway.pages import Cursor, Limit, Page, empty, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas_admin import (
@@ -19,8 +20,9 @@ from agentfy.gateway.routes.schemas_admin import (
     CronJobOut,
     CronJobPatch,
 )
-from agentfy.permissions.access import require_scope, visible_scopes
+from agentfy.permissions.access import require_scope, scope_filter
 from agentfy.store.db import Tx
+from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import cron
 from agentfy.store.repos.cron import CronJob
 
@@ -59,14 +61,16 @@ def create_cron_job(agent: AgentRef, body: CronJobIn, who: Authenticated, gatewa
     return job_out(job)
 
 
-@router.get("/agents/{agent}/cron-jobs", operation_id="cron.list", response_model=list[CronJobOut])
-def list_cron_jobs(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[CronJobOut]:
-    """The agent's cron jobs, oldest first: those running in memory scopes the caller may see."""
+@router.get("/agents/{agent}/cron-jobs", operation_id="cron.list", response_model=Page[CronJobOut])
+def list_cron_jobs(agent: AgentRef, who: Authenticated, gateway: Gateway,
+                   limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[CronJobOut]:
+    """The agent's cron jobs, oldest first, a page at a time: those running in memory scopes the caller may see."""
     agent_id = agent_loop(gateway, who, agent).agent.id
-    visible = visible_scopes(who)
-    with gateway.db.transaction(write=False) as tx:
-        jobs = cron.list_cron_jobs(tx, who.scope, agent_id)
-    return [job_out(job) for job in jobs if visible is None or job.user_id in visible]
+    nothing, user_id = scope_filter(who, "cron.list", None)
+    if nothing:
+        return empty()
+    return paged(gateway, who, "cron.list", cron.OF_AGENT_PAGES, fetch=lambda tx, **page: cron.list_cron_jobs(
+        tx, who.scope, agent_id, user_id=user_id, **page), out=job_out, limit=limit, cursor=cursor)
 
 
 @router.get("/cron-jobs/{job_id}", operation_id="cron.get", response_model=CronJobOut)

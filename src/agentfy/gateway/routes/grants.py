@@ -9,6 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas_admin import (
@@ -16,6 +17,7 @@ from agentfy.gateway.routes.schemas_admin import (
     GrantIn,
     GrantOut,
 )
+from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import permissions
 from agentfy.store.repos.permissions import ConfigGrant
 
@@ -45,12 +47,13 @@ def grant(agent: AgentRef, body: GrantIn, who: Authenticated, gateway: Gateway, 
     return grant_out(granted)
 
 
-@router.get("/agents/{agent}/grants", operation_id="grants.list", response_model=list[GrantOut])
-def list_grants(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[GrantOut]:
-    """The agent's grants, by chat scope, config type and sender."""
+@router.get("/agents/{agent}/grants", operation_id="grants.list", response_model=Page[GrantOut])
+def list_grants(agent: AgentRef, who: Authenticated, gateway: Gateway,
+                limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[GrantOut]:
+    """The agent's grants, by chat scope, config type and sender, a page at a time."""
     agent_id = agent_loop(gateway, who, agent).agent.id
-    with gateway.db.transaction(write=False) as tx:
-        return [grant_out(item) for item in permissions.list_grants(tx, who.scope, agent_id)]
+    return paged(gateway, who, "grants.list", permissions.PAGES, fetch=lambda tx, **page: permissions.list_grants(
+        tx, who.scope, agent_id, **page), out=grant_out, limit=limit, cursor=cursor)
 
 
 @router.delete("/grants/{grant_id}", operation_id="grants.delete", status_code=204, response_class=Response)

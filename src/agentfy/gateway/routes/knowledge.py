@@ -13,6 +13,7 @@ from fastapi import APIRouter
 
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.auth import Principal
+from agentfy.gateway.pages import Cursor, Limit, Page, empty, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas_data import (
@@ -24,11 +25,12 @@ from agentfy.gateway.routes.schemas_data import (
     renamed,
 )
 from agentfy.identity import AgentId, InvalidAgentKeyError, InvalidIdError
-from agentfy.permissions.access import require_scope, visible_scopes
+from agentfy.permissions.access import require_scope, scope_filter
 from agentfy.store.db import Tx
 from agentfy.store.errors import InvalidInputError, StoreError
+from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import knowledge
-from agentfy.store.repos.knowledge import EntityInput, EntityRef, RelationInput
+from agentfy.store.repos.knowledge import EntityInput, EntityRef, KgEntity, KgRelation, RelationInput
 
 router = APIRouter(tags=["knowledge"])
 #: The store's row fields -> this API's.
@@ -95,30 +97,41 @@ def ingest(body: GraphIngestIn, who: Authenticated, gateway: Gateway) -> GraphIn
 
 
 @router.get("/agents/{agent}/knowledge/entities", operation_id="knowledge.entities.list",
-            response_model=list[KgEntityOut])
-def list_entities(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[KgEntityOut]:
-    """The agent's knowledge-graph entities, by name: those of memory scopes the caller may see."""
+            response_model=Page[KgEntityOut])
+def list_entities(agent: AgentRef, who: Authenticated, gateway: Gateway,
+                  limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[KgEntityOut]:
+    """The agent's knowledge-graph entities, by name, a page at a time: those of memory scopes the caller may
+    see."""
     agent_id = agent_loop(gateway, who, agent).agent.id
-    visible = visible_scopes(who)
-    with gateway.db.transaction(write=False) as tx:
-        entities = knowledge.list_entities(tx, who.scope, agent_id)
-    return [KgEntityOut(id=e.id, agent_id=e.agent_id, user_id=e.user_id, name=e.name, entity_type=e.entity_type,
-                        properties=e.properties, created_at=e.created_at)
-            for e in entities if visible is None or e.user_id in visible]
+    nothing, user_id = scope_filter(who, "knowledge.entities.list", None)
+    if nothing:
+        return empty()
+    return paged(gateway, who, "knowledge.entities.list", knowledge.ENTITY_PAGES, fetch=lambda tx, **page:
+                 knowledge.list_entities(tx, who.scope, agent_id, user_id=user_id, **page), out=entity_out,
+                 limit=limit, cursor=cursor)
 
 
 @router.get("/agents/{agent}/knowledge/relations", operation_id="knowledge.relations.list",
-            response_model=list[KgRelationOut])
-def list_relations(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[KgRelationOut]:
-    """The agent's knowledge-graph relations, oldest first: those whose two entities are both in memory scopes
-    the caller may see."""
+            response_model=Page[KgRelationOut])
+def list_relations(agent: AgentRef, who: Authenticated, gateway: Gateway,
+                   limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[KgRelationOut]:
+    """The agent's knowledge-graph relations, oldest first, a page at a time: those whose two entities are both
+    in a memory scope the caller may see."""
     agent_id = agent_loop(gateway, who, agent).agent.id
-    visible = visible_scopes(who)
-    with gateway.db.transaction(write=False) as tx:
-        relations = knowledge.list_relations(tx, who.scope, agent_id)
-        seen = None if visible is None else {e.id for e in knowledge.list_entities(tx, who.scope, agent_id)
-                                            if e.user_id in visible}
-    return [KgRelationOut(id=r.id, agent_id=r.agent_id, source_entity_id=r.source_entity_id,
-                          target_entity_id=r.target_entity_id, relation=r.relation, properties=r.properties,
-                          created_at=r.created_at)
-            for r in relations if seen is None or (r.source_entity_id in seen and r.target_entity_id in seen)]
+    nothing, user_id = scope_filter(who, "knowledge.relations.list", None)
+    if nothing:
+        return empty()
+    return paged(gateway, who, "knowledge.relations.list", knowledge.RELATION_PAGES, fetch=lambda tx, **page:
+                 knowledge.list_relations(tx, who.scope, agent_id, user_id=user_id, **page), out=relation_out,
+                 limit=limit, cursor=cursor)
+
+
+def entity_out(e: KgEntity) -> KgEntityOut:
+    return KgEntityOut(id=e.id, agent_id=e.agent_id, user_id=e.user_id, name=e.name, entity_type=e.entity_type,
+                       properties=e.properties, created_at=e.created_at)
+
+
+def relation_out(r: KgRelation) -> KgRelationOut:
+    return KgRelationOut(id=r.id, agent_id=r.agent_id, source_entity_id=r.source_entity_id,
+                         target_entity_id=r.target_entity_id, relation=r.relation, properties=r.properties,
+                         created_at=r.created_at)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas_admin import (
@@ -19,6 +20,7 @@ from agentfy.gateway.routes.schemas_admin import (
     McpServerIn,
     McpServerOut,
 )
+from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import links
 from agentfy.store.repos.links import AgentLink, AgentMcpServer
 
@@ -46,12 +48,13 @@ def create_link(agent: AgentRef, body: LinkIn, who: Authenticated, gateway: Gate
         return link_out(links.create_link(tx, who.scope, source, target, kind=body.kind))
 
 
-@router.get("/agents/{agent}/links", operation_id="links.list", response_model=list[LinkOut])
-def list_links(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[LinkOut]:
-    """The links with the agent at either end, oldest first."""
+@router.get("/agents/{agent}/links", operation_id="links.list", response_model=Page[LinkOut])
+def list_links(agent: AgentRef, who: Authenticated, gateway: Gateway,
+               limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[LinkOut]:
+    """The links with the agent at either end, oldest first, a page at a time."""
     agent_id = agent_loop(gateway, who, agent).agent.id
-    with gateway.db.transaction(write=False) as tx:
-        return [link_out(link) for link in links.list_links(tx, who.scope, agent_id)]
+    return paged(gateway, who, "links.list", links.LINKS_OF_PAGES, fetch=lambda tx, **page: links.list_links(
+        tx, who.scope, agent_id, **page), out=link_out, limit=limit, cursor=cursor)
 
 
 @router.delete("/links/{link_id}", operation_id="links.delete", status_code=204, response_class=Response)
@@ -73,12 +76,14 @@ def add_mcp_server(agent: AgentRef, body: McpServerIn, who: Authenticated, gatew
                                             config=body.config))
 
 
-@router.get("/agents/{agent}/mcp-servers", operation_id="mcp_servers.list", response_model=list[McpServerOut])
-def list_mcp_servers(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[McpServerOut]:
-    """The agent's MCP servers, by name (operator: their configuration may hold connection details)."""
+@router.get("/agents/{agent}/mcp-servers", operation_id="mcp_servers.list", response_model=Page[McpServerOut])
+def list_mcp_servers(agent: AgentRef, who: Authenticated, gateway: Gateway,
+                     limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[McpServerOut]:
+    """The agent's MCP servers, by name, a page at a time (operator: their configuration may hold connection
+    details)."""
     agent_id = agent_loop(gateway, who, agent).agent.id
-    with gateway.db.transaction(write=False) as tx:
-        return [mcp_out(server) for server in links.list_mcp_servers(tx, who.scope, agent_id)]
+    return paged(gateway, who, "mcp_servers.list", links.MCP_PAGES, fetch=lambda tx, **page: links.list_mcp_servers(
+        tx, who.scope, agent_id, **page), out=mcp_out, limit=limit, cursor=cursor)
 
 
 @router.delete("/mcp-servers/{server_id}", operation_id="mcp_servers.delete", status_code=204, response_class=Response)

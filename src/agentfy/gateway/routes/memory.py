@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.pages import Cursor, Limit, Page, empty, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas_data import (
@@ -20,8 +21,9 @@ from agentfy.gateway.routes.schemas_data import (
     renamed,
 )
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
-from agentfy.permissions.access import require_scope, visible_scopes
+from agentfy.permissions.access import require_scope, scope_filter
 from agentfy.store.errors import StoreError
+from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import memory
 from agentfy.store.repos.memory import MemoryDocument, MemoryDocumentInput
 
@@ -64,17 +66,17 @@ def upsert_documents(agent: AgentRef, body: MemoryBatchIn, who: Authenticated, g
 
 
 @router.get("/agents/{agent}/memory/documents", operation_id="memory.documents.list",
-            response_model=list[MemoryDocumentOut])
-def list_documents(agent: AgentRef, who: Authenticated, gateway: Gateway,
+            response_model=Page[MemoryDocumentOut])
+def list_documents(agent: AgentRef, who: Authenticated, gateway: Gateway, *,
                    user_id: Annotated[str | None, Query(max_length=200, description=(
                        "Only this memory scope's documents (empty: the agent's own)."))] = None,
-                   ) -> list[MemoryDocumentOut]:
-    """The agent's memory documents, by scope and path (one scope's with ``user_id``): only those of scopes the
-    caller may see (a member: its own person's; naming another scope is 403)."""
-    if user_id is not None:
-        require_scope(who, "memory.documents.list", user_id)
+                   limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[MemoryDocumentOut]:
+    """The agent's memory documents, by scope and path (one scope's with ``user_id``), a page at a time: only those
+    of scopes the caller may see (a member: its own person's; naming another scope is 403)."""
+    nothing, scope = scope_filter(who, "memory.documents.list", user_id)
     agent_id = agent_loop(gateway, who, agent).agent.id
-    visible = visible_scopes(who)
-    with gateway.db.transaction(write=False) as tx:
-        documents = memory.list_memory_documents(tx, who.scope, agent_id, user_id=user_id)
-    return [document_out(d) for d in documents if visible is None or d.user_id in visible]
+    if nothing:
+        return empty()
+    return paged(gateway, who, "memory.documents.list", memory.DOC_PAGES, fetch=lambda tx, **page:
+                 memory.list_memory_documents(tx, who.scope, agent_id, user_id=scope, **page), out=document_out,
+                 limit=limit, cursor=cursor)

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Response
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.auth import ROLE_RANK, Principal
 from agentfy.gateway.errors import ApiError
+from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in
 from agentfy.gateway.routes.schemas_admin import (
     AcceptedOut,
@@ -36,6 +37,7 @@ from agentfy.gateway.routes.schemas_admin import (
 )
 from agentfy.identity import Scope, parse_id
 from agentfy.store.errors import NotFoundError
+from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import api_keys, invitations, orgs
 from agentfy.store.repos.api_keys import ApiKey, IssuedApiKey
 from agentfy.store.repos.invitations import Invitation
@@ -96,11 +98,12 @@ def create_organization(body: OrgIn, who: Authenticated, gateway: Gateway) -> Or
     return OrgCreated(organization=org_out(org), owner=owner_out, api_key=issued_out(issued))
 
 
-@router.get("/orgs", operation_id="orgs.list", response_model=list[OrgOut])
-def list_organizations(who: Authenticated, gateway: Gateway) -> list[OrgOut]:
-    """Every organization, by slug (platform admin)."""
-    with gateway.db.transaction(write=False) as tx:
-        return [org_out(org) for org in orgs.list_organizations(tx)]
+@router.get("/orgs", operation_id="orgs.list", response_model=Page[OrgOut])
+def list_organizations(who: Authenticated, gateway: Gateway,
+                       limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[OrgOut]:
+    """Every organization, by slug, a page at a time (platform admin)."""
+    return paged(gateway, who, "orgs.list", orgs.ORG_PAGES, fetch=orgs.list_organizations, out=org_out,
+                 limit=limit, cursor=cursor)
 
 
 @router.delete("/orgs/{org_id}", operation_id="orgs.delete", status_code=204, response_class=Response)
@@ -156,11 +159,12 @@ def add_member(body: MemberIn, who: Authenticated, gateway: Gateway, response: R
         return member_out(orgs.add_member(tx, who.scope, user_id, body.role))
 
 
-@router.get("/org/members", operation_id="org.members.list", response_model=list[MemberOut])
-def list_members(who: Authenticated, gateway: Gateway) -> list[MemberOut]:
-    """The organization's members and their roles."""
-    with gateway.db.transaction(write=False) as tx:
-        return [member_out(member) for member in orgs.list_members(tx, who.scope)]
+@router.get("/org/members", operation_id="org.members.list", response_model=Page[MemberOut])
+def list_members(who: Authenticated, gateway: Gateway,
+                 limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[MemberOut]:
+    """The organization's members and their roles, a page at a time."""
+    return paged(gateway, who, "org.members.list", orgs.MEMBER_PAGES, fetch=lambda tx, **page: orgs.list_members(
+        tx, who.scope, **page), out=member_out, limit=limit, cursor=cursor)
 
 
 @router.patch("/org/members/{user_id}", operation_id="org.members.update", response_model=MemberOut)
@@ -192,11 +196,12 @@ def remove_member(user_id: UserIdPath, who: Authenticated, gateway: Gateway) -> 
 
 
 # -- invitations ----------------------------------------------------------------------------------------------
-@router.get("/org/invitations", operation_id="org.invitations.list", response_model=list[InvitationOut])
-def list_org_invitations(who: Authenticated, gateway: Gateway) -> list[InvitationOut]:
-    """The organization's invitations waiting for an answer (admin)."""
-    with gateway.db.transaction(write=False) as tx:
-        return [invitation_out(i) for i in invitations.pending_of_org(tx, who.scope)]
+@router.get("/org/invitations", operation_id="org.invitations.list", response_model=Page[InvitationOut])
+def list_org_invitations(who: Authenticated, gateway: Gateway,
+                         limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[InvitationOut]:
+    """The organization's invitations waiting for an answer, a page at a time (admin)."""
+    return paged(gateway, who, "org.invitations.list", invitations.OF_ORG_PAGES, fetch=lambda tx, **page:
+                 invitations.pending_of_org(tx, who.scope, **page), out=invitation_out, limit=limit, cursor=cursor)
 
 
 @router.delete("/org/invitations/{invitation_id}", operation_id="org.invitations.revoke", status_code=204,
@@ -213,12 +218,14 @@ def _invited_person(who: Principal) -> str:
     return who.user_id
 
 
-@router.get("/invitations", operation_id="invitations.list", response_model=list[InvitationOut])
-def list_my_invitations(who: Authenticated, gateway: Gateway) -> list[InvitationOut]:
-    """Invitations waiting for the answer of the person the key acts as, from any organization."""
+@router.get("/invitations", operation_id="invitations.list", response_model=Page[InvitationOut])
+def list_my_invitations(who: Authenticated, gateway: Gateway,
+                        limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[InvitationOut]:
+    """Invitations waiting for the answer of the person the key acts as, from any organization, a page at a
+    time."""
     person = _invited_person(who)
-    with gateway.db.transaction(write=False) as tx:
-        return [invitation_out(i) for i in invitations.pending_for_user(tx, person)]
+    return paged(gateway, who, "invitations.list", invitations.FOR_USER_PAGES, fetch=lambda tx, **page:
+                 invitations.pending_for_user(tx, person, **page), out=invitation_out, limit=limit, cursor=cursor)
 
 
 @router.post("/invitations/{invitation_id}/accept", operation_id="invitations.accept", response_model=AcceptedOut)
@@ -265,11 +272,13 @@ def create_api_key(body: ApiKeyIn, who: Authenticated, gateway: Gateway) -> Issu
     return issued_out(issued)
 
 
-@router.get("/org/api-keys", operation_id="org.api_keys.list", response_model=list[ApiKeyOut])
-def list_api_keys(who: Authenticated, gateway: Gateway) -> list[ApiKeyOut]:
-    """The organization's API keys, revoked ones included (owner).  Never the keys themselves."""
-    with gateway.db.transaction(write=False) as tx:
-        return [key_out(key) for key in api_keys.list_api_keys(tx, who.scope)]
+@router.get("/org/api-keys", operation_id="org.api_keys.list", response_model=Page[ApiKeyOut])
+def list_api_keys(who: Authenticated, gateway: Gateway,
+                  limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[ApiKeyOut]:
+    """The organization's API keys, revoked ones included, oldest first, a page at a time (owner).  Never the keys
+    themselves."""
+    return paged(gateway, who, "org.api_keys.list", api_keys.PAGES, fetch=lambda tx, **page: api_keys.list_api_keys(
+        tx, who.scope, **page), out=key_out, limit=limit, cursor=cursor)
 
 
 @router.delete("/org/api-keys/{key_id}", operation_id="org.api_keys.revoke", status_code=204, response_class=Response)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+import json
+from typing import Annotated, Any, Final
 
 from fastapi import Path
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from agentfy.identity.keys import AGENT_KEY_MAX_LENGTH
 from agentfy.ids import ID_MAX_LENGTH, id_pattern
+from agentfy.store.inputs import JSON_MAX_BYTES, JSON_MAX_DEPTH, json_problem
 
 AGENT_KEY_PATTERN: Final = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 AGENT_REF_MAX_LENGTH: Final = 100
@@ -19,20 +22,54 @@ AGENT_REF_DESCRIPTION: Final = ("The agent's ID (agent-<adjective>-<noun>-<12 Cr
 
 
 class Strict(BaseModel):
+    """Every request model: unknown members refused (so a ``tenant_id`` in a body is a 422, never used), and the
+    input policy on every field (:mod:`agentfy.store.inputs`: no NUL or lone surrogate in any string, even in
+    a nested key, integers within 64 bits), so a request the store would refuse is a 422 naming the field."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _input_policy(cls, value: Any) -> Any:
+        """Strings and integers, and those directly in a list; objects are checked where they are declared
+        (a nested model's own fields, or a :data:`JsonObject`), so the error names the innermost field."""
+        scalars = value if isinstance(value, list) else (value,)
+        for item in scalars:
+            if isinstance(item, str | int):
+                problem = json_problem(item)
+                if problem is not None:
+                    raise PydanticCustomError("invalid_input", "{problem}", {"problem": problem})
+        return value
+
+
+def _json_document(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    problem = json_problem(value)
+    if problem is None and len(json.dumps(value, separators=(",", ":"))) > JSON_MAX_BYTES:
+        problem = f"is larger than {JSON_MAX_BYTES} bytes as JSON"
+    if problem is not None:
+        raise PydanticCustomError("invalid_input", "{problem}", {"problem": problem})
+    return value
+
+
+#: A JSON object field (config, settings, metadata, payload, properties): at most 32 levels deep and
+#: 256 KiB, every string and key within the input policy.
+JsonObject = Annotated[dict[str, Any], AfterValidator(_json_document), Field(
+    description=f"A JSON object, at most {JSON_MAX_DEPTH} levels deep and {JSON_MAX_BYTES // 1024} KiB.")]
 
 
 class AgentIn(Strict):
     agent_key: str = Field(max_length=AGENT_KEY_MAX_LENGTH, pattern=AGENT_KEY_PATTERN,
                            description="Per-organization key: prompts, paths, logs and the UI use it.")
     display_name: str | None = Field(default=None, max_length=200)
-    config: dict[str, Any] | None = None
+    config: JsonObject | None = None
 
 
 class AgentPatch(Strict):
     agent_key: str | None = Field(default=None, max_length=AGENT_KEY_MAX_LENGTH, pattern=AGENT_KEY_PATTERN)
     display_name: str | None = Field(default=None, max_length=200)
-    config: dict[str, Any] | None = None
+    config: JsonObject | None = None
 
 
 class AgentOut(BaseModel):

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, StrictBool
 
 from agentfy.gateway.routes.schemas import (  # re-exported for the admin routes
+    JsonObject,
     Strict,
     agent_ref_field,
     id_field,
@@ -21,6 +22,7 @@ from agentfy.gateway.routes.schemas import (  # re-exported for the admin routes
     optional_id_field,
 )
 from agentfy.store.repos.permissions import CONFIG_TYPES
+from agentfy.store.repos.skills import SKILL_CONTENT_MAX_LENGTH
 
 Role = Literal["owner", "admin", "operator", "member"]
 
@@ -60,7 +62,7 @@ class OwnerIn(Strict):
 class OrgIn(Strict):
     slug: str = Field(max_length=63, description="Lower-case slug, unique; never has the shape of an ID.")
     name: str = Field(max_length=200)
-    settings: dict[str, Any] | None = None
+    settings: JsonObject | None = None
     owner: OwnerIn | None = Field(default=None, description="Create this person as the organization's owner; "
                                                             "the owner key then acts as them.")
 
@@ -225,7 +227,7 @@ class LinkOut(BaseModel):
 class McpServerIn(Strict):
     name: str = Field(max_length=200)
     url: str = Field(max_length=2048)
-    config: dict[str, Any] | None = None
+    config: JsonObject | None = None
 
 
 class McpServerOut(BaseModel):
@@ -240,11 +242,11 @@ class McpServerOut(BaseModel):
 # -- skills -------------------------------------------------------------------------------------------------
 class SkillIn(Strict):
     name: str = Field(max_length=200)
-    content: str
+    content: str = Field(max_length=SKILL_CONTENT_MAX_LENGTH)
 
 
 class SkillPatch(Strict):
-    content: str
+    content: str = Field(max_length=SKILL_CONTENT_MAX_LENGTH)
 
 
 class SkillOut(BaseModel):
@@ -258,7 +260,7 @@ class SkillOut(BaseModel):
 # -- cron jobs ----------------------------------------------------------------------------------------------
 class CronJobIn(Strict):
     schedule: str = Field(max_length=200, description="The schedule as the scheduler reads it, e.g. '0 9 * * 1'.")
-    payload: dict[str, Any] | None = None
+    payload: JsonObject | None = None
     enabled: StrictBool = True
 
 
@@ -280,7 +282,7 @@ class CronJobOut(BaseModel):
 # -- group-chat permission grants ---------------------------------------------------------------------------
 class GrantIn(Strict):
     chat_scope: str = Field(max_length=200, description="The group or guild chat: group:<channel>:<chat>, guild:…")
-    config_type: str = Field(json_schema_extra={"enum": list(CONFIG_TYPES)})
+    config_type: str = Field(max_length=50, json_schema_extra={"enum": list(CONFIG_TYPES)})
     sender_id: str = Field(max_length=200, description="The individual sender (ACTOR), never the group.")
     allow: StrictBool = True
 

@@ -15,37 +15,41 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, Field, StrictInt, StrictStr
 
 from agentfy.gateway.resolve import not_found
 from agentfy.gateway.routes.schemas import (  # re-exported for the data routes
+    JsonObject,
+    Strict,
     agent_ref_field,
     id_field,
 )
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.ids import id_pattern
 from agentfy.store.errors import ConflictError, InvalidInputError
-from agentfy.store.repos._batch import RowNotFoundError
+from agentfy.store.repos._batch import (
+    CONTENT_MAX_LENGTH,
+    PATH_MAX_LENGTH,
+    SESSION_KEY_MAX_LENGTH,
+    USER_ID_MAX_LENGTH,
+    RowNotFoundError,
+)
+from agentfy.store.repos.knowledge import NAME_MAX_LENGTH as ENTITY_NAME_MAX_LENGTH
+from agentfy.store.repos.knowledge import RELATION_MAX_LENGTH
+from agentfy.store.repos.knowledge import TYPE_MAX_LENGTH as ENTITY_TYPE_MAX_LENGTH
+from agentfy.store.repos.sessions import MESSAGE_MAX_LENGTH
 
 #: Most rows one JSON batch request may carry (larger loads: several requests, or the store API directly).
 MAX_MEMORY_DOCUMENTS: Final = 1000
 MAX_GRAPH_ROWS: Final = 10_000
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-
-
-
-
 # -- sessions ----------------------------------------------------------------------------------------------
 class SessionIn(Strict):
-    session_key: str = Field(description="The session's only identifier, unique in the organization: non-empty, "
-                                         "at most 200 characters, no control characters.")
+    session_key: str = Field(max_length=SESSION_KEY_MAX_LENGTH, description=(
+        "The session's only identifier, unique in the organization: non-empty, no control characters."))
     agent: str = agent_ref_field()
-    user_id: str | None = Field(default=None, description=(
+    user_id: str | None = Field(default=None, max_length=USER_ID_MAX_LENGTH, description=(
         "The memory SCOPE of the session (`group:telegram:<chat>` in a group). Default: the key's own user. "
         "Another scope than the key's own user needs the operator role."))
 
@@ -69,7 +73,7 @@ class SessionCompletedOut(SessionOut):
 class MessageIn(Strict):
     role: Literal["user", "assistant", "system", "tool"] = Field(description=(
         "`user` for any member; `assistant`, `system` and `tool` need the operator role."))
-    content: str = Field(description="The message text (at most 1,000,000 characters).")
+    content: str = Field(max_length=MESSAGE_MAX_LENGTH, description="The message text.")
 
 
 class MessageOut(BaseModel):
@@ -97,11 +101,11 @@ class VaultUploadOut(BaseModel):
 
 # -- memory documents --------------------------------------------------------------------------------------
 class MemoryDocumentIn(Strict):
-    path: str = Field(description="Non-empty, at most 1024 characters; with user_id, identifies the document.")
-    content: str
-    user_id: str = Field(default="", description="The memory SCOPE (a sender, `group:…`); empty: the agent's own "
-                                                 "memory.")
-    metadata: dict[str, Any] | None = Field(default=None, description="Null keeps an existing document's metadata.")
+    path: str = Field(max_length=PATH_MAX_LENGTH, description="Non-empty; with user_id, identifies the document.")
+    content: str = Field(max_length=CONTENT_MAX_LENGTH)
+    user_id: str = Field(default="", max_length=USER_ID_MAX_LENGTH,
+                         description="The memory SCOPE (a sender, `group:…`); empty: the agent's own memory.")
+    metadata: JsonObject | None = Field(default=None, description="Null keeps an existing document's metadata.")
 
 
 class MemoryBatchIn(Strict):
@@ -128,10 +132,11 @@ class MemoryDocumentOut(BaseModel):
 # -- knowledge graph ---------------------------------------------------------------------------------------
 class EntityIn(Strict):
     agent: str = agent_ref_field()
-    user_id: str = Field(default="", description="The memory SCOPE it was learnt in; empty: the agent's own.")
-    name: str
-    entity_type: str
-    properties: dict[str, Any] | None = None
+    user_id: str = Field(default="", max_length=USER_ID_MAX_LENGTH,
+                         description="The memory SCOPE it was learnt in; empty: the agent's own.")
+    name: str = Field(max_length=ENTITY_NAME_MAX_LENGTH)
+    entity_type: str = Field(max_length=ENTITY_TYPE_MAX_LENGTH)
+    properties: JsonObject | None = None
 
 
 EntityEndpoint = Annotated[
@@ -146,8 +151,8 @@ class RelationIn(Strict):
     agent: str = agent_ref_field()
     source: EntityEndpoint
     target: EntityEndpoint
-    relation: str
-    properties: dict[str, Any] | None = None
+    relation: str = Field(max_length=RELATION_MAX_LENGTH)
+    properties: JsonObject | None = None
 
 
 class GraphIngestIn(Strict):

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Path, Query
 from agentfy.events.consolidation.episodic import publish_session_completed
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.auth import Principal
+from agentfy.gateway.pages import Cursor, Limit, Page, decode_cursor, encode_cursor, invalid_cursor
 from agentfy.gateway.resolve import agent_in
 from agentfy.gateway.routes.schemas_data import (
     MessageIn,
@@ -26,6 +27,8 @@ from agentfy.gateway.routes.schemas_data import (
 )
 from agentfy.permissions.access import authorize, require_scope
 from agentfy.store.db import Tx
+from agentfy.store.inputs import INT64_MAX
+from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import sessions
 from agentfy.store.repos.sessions import Session, SessionMessage
 
@@ -84,16 +87,25 @@ def append_message(session_key: SessionKey, body: MessageIn, who: Authenticated,
 
 
 @router.get("/sessions/{session_key:path}/messages", operation_id="sessions.messages.list",
-            response_model=list[MessageOut])
-def list_messages(session_key: SessionKey, who: Authenticated, gateway: Gateway,
-                  after_seq: Annotated[int, Query(ge=0, description="Only messages after this seq.")] = 0,
-                  limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[MessageOut]:
-    """The session's messages, oldest first (page with ``after_seq``). A missing session, or one the caller
-    may not see, is 404, not an empty list."""
+            response_model=Page[MessageOut])
+def list_messages(session_key: SessionKey, who: Authenticated, gateway: Gateway, *,
+                  after_seq: Annotated[int, Query(ge=0, le=INT64_MAX, description="Only messages after this seq.")] = 0,
+                  limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[MessageOut]:
+    """The session's messages, oldest first, a page at a time (``cursor``, or ``after_seq``). A missing session,
+    or one the caller may not see, is 404, not an empty list."""
+    if cursor is not None:
+        key = decode_cursor(gateway.signing_secret, who, "sessions.messages.list", cursor)
+        if len(key) != 1 or type(key[0]) is not int:
+            raise invalid_cursor()
+        after_seq = key[0]
     with gateway.db.transaction(write=False) as tx:
         _session_in_reach(tx, who, "sessions.messages.list", session_key)
-        messages = sessions.list_messages(tx, who.scope, session_key, after_seq=after_seq, limit=limit)
-    return [message_out(m) for m in messages]
+        messages = sessions.list_messages(tx, who.scope, session_key, after_seq=after_seq, limit=limit + 1)
+    following = None
+    if len(messages) > limit:
+        messages = messages[:limit]
+        following = encode_cursor(gateway.signing_secret, who, "sessions.messages.list", [messages[-1].seq])
+    return Page[MessageOut](items=[message_out(m) for m in messages], next_cursor=following)
 
 
 @router.post("/sessions/{session_key:path}/complete", operation_id="sessions.complete",

@@ -11,8 +11,10 @@ from fastapi import APIRouter, Response
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.auth import ROLE_RANK, Principal
 from agentfy.gateway.errors import ApiError
+from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.routes.schemas_admin import SkillIdPath, SkillIn, SkillOut, SkillPatch
 from agentfy.store.db import Tx
+from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import skills
 from agentfy.store.repos.skills import Skill
 
@@ -43,11 +45,12 @@ def create_skill(body: SkillIn, who: Authenticated, gateway: Gateway) -> SkillOu
         return skill_out(skills.create_skill(tx, who.scope, owner_id=owner, name=body.name, content=body.content))
 
 
-@router.get("/skills", operation_id="skills.list", response_model=list[SkillOut])
-def list_skills(who: Authenticated, gateway: Gateway) -> list[SkillOut]:
-    """The organization's skills, by name."""
-    with gateway.db.transaction(write=False) as tx:
-        return [skill_out(skill) for skill in skills.list_skills(tx, who.scope)]
+@router.get("/skills", operation_id="skills.list", response_model=Page[SkillOut])
+def list_skills(who: Authenticated, gateway: Gateway,
+                limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[SkillOut]:
+    """The organization's skills, by name, a page at a time."""
+    return paged(gateway, who, "skills.list", skills.PAGES, fetch=lambda tx, **page: skills.list_skills(
+        tx, who.scope, **page), out=skill_out, limit=limit, cursor=cursor)
 
 
 @router.get("/skills/{skill_id}", operation_id="skills.get", response_model=SkillOut)

@@ -6,9 +6,12 @@ agent or team of another organization is "not found", exactly like a missing one
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Response
 
 from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas_admin import (
@@ -24,7 +27,9 @@ from agentfy.gateway.routes.schemas_admin import (
     TeamOut,
 )
 from agentfy.identity import parse_id
+from agentfy.store.db import Tx
 from agentfy.store.errors import NotFoundError
+from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import agents, teams
 from agentfy.store.repos.teams import Team, TeamApiKey, TeamMember
 
@@ -55,11 +60,12 @@ def create_team(body: TeamIn, who: Authenticated, gateway: Gateway) -> TeamOut:
         return team_out(teams.create_team(tx, who.scope, name=body.name, lead_agent_id=lead))
 
 
-@router.get("/teams", operation_id="teams.list", response_model=list[TeamOut])
-def list_teams(who: Authenticated, gateway: Gateway) -> list[TeamOut]:
-    """The organization's teams, by name."""
-    with gateway.db.transaction(write=False) as tx:
-        return [team_out(team) for team in teams.list_teams(tx, who.scope)]
+@router.get("/teams", operation_id="teams.list", response_model=Page[TeamOut])
+def list_teams(who: Authenticated, gateway: Gateway,
+               limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[TeamOut]:
+    """The organization's teams, by name, a page at a time."""
+    return paged(gateway, who, "teams.list", teams.TEAM_PAGES, fetch=lambda tx, **page: teams.list_teams(
+        tx, who.scope, **page), out=team_out, limit=limit, cursor=cursor)
 
 
 @router.get("/teams/{team_id}", operation_id="teams.get", response_model=TeamOut)
@@ -96,13 +102,19 @@ def add_team_member(team_id: TeamIdPath, body: TeamMemberIn, who: Authenticated,
     return member_out(member, agent.agent_key)
 
 
-@router.get("/teams/{team_id}/members", operation_id="teams.members.list", response_model=list[TeamMemberOut])
-def list_team_members(team_id: TeamIdPath, who: Authenticated, gateway: Gateway) -> list[TeamMemberOut]:
-    """The team's members (both identities of each agent), in the order they joined."""
-    with gateway.db.transaction(write=False) as tx:
-        members = teams.list_members(tx, who.scope, team_id)
-        keys = {agent.id: agent.agent_key for agent in agents.list_agents(tx, who.scope)} if members else {}
-    return [member_out(member, keys.get(member.agent_id)) for member in members]
+@router.get("/teams/{team_id}/members", operation_id="teams.members.list", response_model=Page[TeamMemberOut])
+def list_team_members(team_id: TeamIdPath, who: Authenticated, gateway: Gateway,
+                      limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[TeamMemberOut]:
+    """The team's members (both identities of each agent), in the order they joined, a page at a time."""
+    keys: dict[str, str] = {}
+
+    def fetch(tx: Tx, **page: Any) -> list[TeamMember]:
+        members = teams.list_members(tx, who.scope, team_id, **page)
+        keys.update(agents.keys_of(tx, who.scope, [m.agent_id for m in members]))
+        return members
+
+    return paged(gateway, who, "teams.members.list", teams.MEMBER_PAGES, fetch=fetch,
+                 out=lambda member: member_out(member, keys.get(member.agent_id)), limit=limit, cursor=cursor)
 
 
 @router.delete("/teams/{team_id}/members/{agent}", operation_id="teams.members.remove",
@@ -126,11 +138,13 @@ def create_team_api_key(team_id: TeamIdPath, body: TeamApiKeyIn, who: Authentica
     return IssuedTeamApiKeyOut(api_key=team_key_out(issued.api_key), key=issued.key)
 
 
-@router.get("/teams/{team_id}/api-keys", operation_id="teams.api_keys.list", response_model=list[TeamApiKeyOut])
-def list_team_api_keys(team_id: TeamIdPath, who: Authenticated, gateway: Gateway) -> list[TeamApiKeyOut]:
-    """The team's API keys, revoked ones included (owner).  Never the keys themselves."""
-    with gateway.db.transaction(write=False) as tx:
-        return [team_key_out(key) for key in teams.list_team_api_keys(tx, who.scope, team_id)]
+@router.get("/teams/{team_id}/api-keys", operation_id="teams.api_keys.list", response_model=Page[TeamApiKeyOut])
+def list_team_api_keys(team_id: TeamIdPath, who: Authenticated, gateway: Gateway,
+                       limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[TeamApiKeyOut]:
+    """The team's API keys, revoked ones included, a page at a time (owner).  Never the keys themselves."""
+    return paged(gateway, who, "teams.api_keys.list", teams.KEY_PAGES, fetch=lambda tx, **page:
+                 teams.list_team_api_keys(tx, who.scope, team_id, **page), out=team_key_out, limit=limit,
+                 cursor=cursor)
 
 
 @router.delete("/teams/{team_id}/api-keys/{key_id}", operation_id="teams.api_keys.revoke",

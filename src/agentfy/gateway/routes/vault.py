@@ -16,6 +16,8 @@ from fastapi import APIRouter, Depends, File, Form, Path, Request, Response, Upl
 
 from agentfy.gateway.app import Authenticated, Gateway
 from agentfy.gateway.errors import ApiError
+from agentfy.gateway.limits import UPLOAD_FILE_MAX_BYTES, UPLOAD_FILES_MAX_BYTES
+from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION
@@ -27,13 +29,14 @@ from agentfy.gateway.routes.schemas_data import (
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.ids import id_pattern
 from agentfy.store.errors import InvalidInputError, StoreError
+from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import vault
 from agentfy.store.repos.vault import VaultDocumentInfo, VaultUpload
 
 router = APIRouter(tags=["vault"])
 
-MAX_FILE_BYTES: Final = 10 * 1024 * 1024
-MAX_REQUEST_BYTES: Final = 50 * 1024 * 1024
+MAX_FILE_BYTES: Final = UPLOAD_FILE_MAX_BYTES
+MAX_REQUEST_BYTES: Final = UPLOAD_FILES_MAX_BYTES
 MAX_FILES: Final = 100
 DEFAULT_CONTENT_TYPE: Final = "application/octet-stream"
 _FORM_FIELDS: Final = frozenset({"agent_id", "path", "file", "files", "paths"})
@@ -157,12 +160,13 @@ def upload_documents(*, who: Authenticated, gateway: Gateway,
     return VaultUploadOut(documents=[document_out(stored[i]) for i in ids])
 
 
-@router.get("/agents/{agent}/vault", operation_id="vault.list", response_model=list[VaultDocumentOut])
-def list_documents(agent: AgentRef, who: Authenticated, gateway: Gateway) -> list[VaultDocumentOut]:
-    """The agent's vault documents by path, without their content."""
+@router.get("/agents/{agent}/vault", operation_id="vault.list", response_model=Page[VaultDocumentOut])
+def list_documents(agent: AgentRef, who: Authenticated, gateway: Gateway,
+                   limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[VaultDocumentOut]:
+    """The agent's vault documents by path, without their content, a page at a time."""
     agent_id = agent_loop(gateway, who, agent).agent.id
-    with gateway.db.transaction(write=False) as tx:
-        return [document_out(d) for d in vault.list_vault_documents(tx, who.scope, agent_id)]
+    return paged(gateway, who, "vault.list", vault.PAGES, fetch=lambda tx, **page: vault.list_vault_documents(
+        tx, who.scope, agent_id, **page), out=document_out, limit=limit, cursor=cursor)
 
 
 @router.get("/vault/documents/{document_id}", operation_id="vault.download", response_class=Response,

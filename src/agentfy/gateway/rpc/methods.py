@@ -20,6 +20,7 @@ from pydantic import Field
 from agentfy.gateway import agent_ops
 from agentfy.gateway.app import GatewayState
 from agentfy.gateway.auth import Principal, sign_context
+from agentfy.gateway.pages import PageParams
 from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AgentIn, AgentPatch, Strict
 from agentfy.gateway.rpc.broadcast import AGENT_EVENTS, Subscriber, broadcaster_for
 from agentfy.gateway.rpc.protocol import P, validate
@@ -61,8 +62,10 @@ class AuthParams(Strict):
 
 
 # -- handlers: the HTTP API's agent operations, shared (agentfy.gateway.agent_ops) --------------------------
-def list_agents(call: Call, _: NoParams) -> list[dict[str, Any]]:
-    return [agent_ops.dumped(a) for a in agent_ops.list_agents(call.gateway, call.who)]
+def list_agents(call: Call, params: PageParams) -> dict[str, Any]:
+    """A page of agents, as ``GET /v1/agents`` answers: ``{"items": [...], "next_cursor": ...}``."""
+    page = agent_ops.list_agents(call.gateway, call.who, limit=params.limit, cursor=params.cursor)
+    return page.model_dump(mode="json")
 
 
 def get_agent(call: Call, params: AgentParams) -> dict[str, Any]:
@@ -120,7 +123,7 @@ class Method(Generic[P]):
 READ_ONLY_METHODS: Final = frozenset({"agents.list", "agents.get", "agents.heartbeat", "subscribe", "unsubscribe"})
 
 METHODS: Final[dict[str, Method[Any]]] = {
-    "agents.list": Method(NoParams, list_agents),
+    "agents.list": Method(PageParams, list_agents),
     "agents.get": Method(AgentParams, get_agent),
     "agents.create": Method(AgentIn, create_agent),
     "agents.update": Method(UpdateParams, update_agent),

@@ -16,8 +16,13 @@ from typing import Any, Final, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from agentfy.gateway.errors import ApiError, describe
+from agentfy.store.inputs import JSON_MAX_DEPTH, json_text_too_deep
 
 MAX_MESSAGE_CHARS: Final = 64 * 1024
+#: The most bytes a WebSocket frame may carry; the server refuses a larger one (close 1009) before reading it.
+MAX_FRAME_BYTES: Final = 4 * MAX_MESSAGE_CHARS
+#: A message's nesting may exceed a field's by the request's own structure (the message, params, a field).
+MAX_MESSAGE_DEPTH: Final = JSON_MAX_DEPTH + 8
 MAX_ID_CHARS: Final = 200
 _MEMBERS: Final = frozenset({"id", "method", "params", "jsonrpc"})
 
@@ -55,9 +60,11 @@ def parse_request(text: str | bytes | None) -> Request:
         raise MalformedRequest("send requests as JSON text frames")
     if len(text) > MAX_MESSAGE_CHARS:
         raise MalformedRequest(f"the message is {len(text)} characters; at most {MAX_MESSAGE_CHARS} are allowed")
+    if json_text_too_deep(text, MAX_MESSAGE_DEPTH):
+        raise MalformedRequest(f"the message is nested deeper than {MAX_MESSAGE_DEPTH} levels")
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise MalformedRequest("the message is not valid JSON") from None
     if not isinstance(data, dict):
         raise MalformedRequest('expected a JSON object: {"id": …, "method": "…", "params": {…}}')

@@ -44,25 +44,6 @@ def row_field(batch: str, index: int, field: str) -> str:
     return f"{batch}[{index}].{field}"
 
 
-def check_text(value: object, field: str, *, max_length: int, allow_empty: bool = False) -> str:
-    """``value`` if it is a plain string within the rules, else :class:`InvalidInputError` naming the field
-    and the value.  NUL is refused up front: PostgreSQL cannot store it in text, and finding out at the
-    driver would fail the batch without saying which row."""
-    problem: str | None = None
-    if type(value) is not str:
-        problem = f"expected a string, got {type(value).__name__}"
-    elif not value and not allow_empty:
-        problem = "must not be empty"
-    elif len(value) > max_length:
-        problem = f"is {len(value)} characters; at most {max_length} are allowed"
-    elif "\x00" in value:
-        problem = "contains a NUL character"
-    if problem is not None:
-        shown = value[:100] if isinstance(value, str) else value
-        raise InvalidInputError(f"invalid {field} {shown!r}: {problem}", field=field, value=shown)
-    return value  # type: ignore[return-value]
-
-
 def check_json(value: object, field: str) -> str:
     """``value`` (a dict or ``None``) as JSON text, or :class:`InvalidInputError` naming the field."""
     if value is None:

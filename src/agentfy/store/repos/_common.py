@@ -1,4 +1,5 @@
-"""Small helpers the repositories share."""
+"""Small helpers the repositories share.  Text and JSON go through the one input policy
+(:mod:`agentfy.store.inputs`)."""
 
 from __future__ import annotations
 
@@ -7,34 +8,33 @@ import unicodedata
 from typing import Any, Final
 
 from agentfy.store.errors import InvalidInputError
+from agentfy.store.inputs import check_json, check_json_size, check_text, readable_object
 
 
 def dump_json(value: Any, *, field: str) -> str:
-    """``value`` as JSON text, or a clear error naming the field."""
+    """``value`` as JSON text within the input policy (depth, size, text, numbers), or an error naming the
+    field."""
     if not value:
         return "{}" if value is None or isinstance(value, dict) else json.dumps(value)
+    check_json(value, field)
     try:
-        return json.dumps(value if value is not None else {}, separators=(",", ":"), sort_keys=True)
+        text = json.dumps(value, separators=(",", ":"), sort_keys=True)
     except (TypeError, ValueError) as error:
         raise InvalidInputError(f"{field} is not JSON-serialisable: {error}", field=field, value=None) from None
+    return check_json_size(text, field)
 
 
-def load_json(text: str | None) -> Any:
+def load_json(text: str | None) -> dict[str, Any]:
+    """A stored document (an object), readable whatever it holds: one written before the input policy that
+    breaks it is repaired or marked on output (``inputs.readable_object``), never an error."""
     if not text or text == "{}":
         return {}
-    return json.loads(text)
+    return readable_object(text)
 
 
 def require_text(value: object, *, field: str, max_length: int = 10_000, allow_empty: bool = False) -> str:
-    """A plain string within ``max_length``, else :class:`InvalidInputError` naming the field."""
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{field} must be a string, got {type(value).__name__}", field=field, value=value)
-    if not value and not allow_empty:
-        raise InvalidInputError(f"{field} must not be empty", field=field, value=value)
-    if len(value) > max_length:
-        raise InvalidInputError(f"{field} is {len(value)} characters; at most {max_length} are allowed",
-                                field=field, value=value[:100])
-    return value
+    """A string within the input policy and ``max_length``, else :class:`InvalidInputError` naming the field."""
+    return check_text(value, field, max_length=max_length, allow_empty=allow_empty)
 
 
 #: Identity strings (actors, scopes, schedules, labels) are at most this long.

@@ -6,6 +6,8 @@ unique only within a tenant.  ``resolve_agent`` takes either and returns both.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
 import sqlalchemy as sa
@@ -14,8 +16,10 @@ from agentfy.identity import AgentId, AgentKey, InvalidIdError, OrgId, Scope, pa
 from agentfy.identity.keys import InvalidAgentKeyError, agent_key_problem, looks_like_an_id
 from agentfy.ids import is_id
 from agentfy.store.changefeed import Change
-from agentfy.store.db import Tx, now
+from agentfy.store.db import Sql, Tx, now
 from agentfy.store.errors import ConflictError, NotFoundError, UniqueViolation
+from agentfy.store.paging import Keyset
+from agentfy.store.repos._batch import json_values
 from agentfy.store.repos._common import dump_json, load_json, require_text
 from agentfy.store.schema import agents, organizations, spans, traces, usage_snapshots
 from agentfy.store.sql import insert_returning_id
@@ -29,7 +33,9 @@ _INSERT: Final = insert_returning_id(agents, ["tenant_id", "agent_key", "display
                                               "updated_at"])
 _BY_ID: Final = sa.select(*_COLUMNS).where(_IN_TENANT, agents.c.id == sa.bindparam("id"), _LIVE)
 _BY_KEY: Final = sa.select(*_COLUMNS).where(_IN_TENANT, agents.c.agent_key == sa.bindparam("agent_key"), _LIVE)
-_LIST: Final = sa.select(*_COLUMNS).where(_IN_TENANT, _LIVE).order_by(agents.c.agent_key)
+#: The tenant's live agents by key (then ID, though a live key is unique in its tenant).
+PAGES: Final[Keyset[Agent]] = Keyset(sa.select(*_COLUMNS).where(_IN_TENANT, _LIVE),
+                                       (agents.c.agent_key, agents.c.id), lambda a: (a.agent_key, a.id))
 _RENAME: Final = (sa.update(agents).where(_IN_TENANT, agents.c.id == sa.bindparam("id"), _LIVE)
                   .values(agent_key=sa.bindparam("new_key"), updated_at=sa.bindparam("now")))
 _UPDATE: Final = (sa.update(agents).where(_IN_TENANT, agents.c.id == sa.bindparam("id"), _LIVE)
@@ -43,6 +49,8 @@ _FORGET_IN_TELEMETRY: Final = tuple(
     sa.update(table).where(table.c.agent_id == sa.bindparam("id")).values(agent_id=sa.null())
     for table in (spans, traces, usage_snapshots))
 _KEY_OF_ANY: Final = sa.select(agents.c.agent_key).where(_IN_TENANT, agents.c.id == sa.bindparam("id"))
+_KEYS_OF: Final = Sql(lambda d: sa.select(agents.c.id, agents.c.agent_key).where(
+    _IN_TENANT, _LIVE, agents.c.id.in_(json_values("ids", d))))
 _CLEAR_DEFAULT: Final = (sa.update(organizations)
                          .where(organizations.c.id == sa.bindparam("tenant_id"),
                                 organizations.c.default_agent_id == sa.bindparam("id"))
@@ -138,8 +146,18 @@ def resolve_agent(tx: Tx, scope: Scope, id_or_key: str) -> Agent:
     return _agent(row)
 
 
-def list_agents(tx: Tx, scope: Scope) -> list[Agent]:
-    return [_agent(row) for row in tx.all(_LIST, {"tenant_id": scope.tenant_id})]
+def list_agents(tx: Tx, scope: Scope, *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[Agent]:
+    """The tenant's live agents by key: all of them, or a page (``limit``) after the key ``after``
+    (:data:`PAGES`)."""
+    return PAGES.fetch(tx, {"tenant_id": scope.tenant_id}, _agent, after=after, limit=limit)
+
+
+def keys_of(tx: Tx, scope: Scope, agent_ids: Sequence[str]) -> dict[str, str]:
+    """The ``agent_key`` of each live agent of the tenant among ``agent_ids`` (one query)."""
+    if not agent_ids:
+        return {}
+    rows = tx.all(_KEYS_OF, {"tenant_id": scope.tenant_id, "ids": json.dumps(list(agent_ids))})
+    return {str(row[0]): str(row[1]) for row in rows}
 
 
 def rename_agent(tx: Tx, scope: Scope, agent_id: str, new_key: str) -> Agent:

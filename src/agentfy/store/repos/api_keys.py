@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -21,6 +22,7 @@ from agentfy.identity import OrgId, Scope, parse_id
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError
+from agentfy.store.paging import Keyset
 from agentfy.store.repos._common import require_text
 from agentfy.store.schema import ROLES, api_keys, org_members
 from agentfy.store.sql import insert_returning_id
@@ -57,8 +59,8 @@ _NARROW_OF_USER: Final = {
 _LIVE_PLATFORM_ADMIN_KEYS: Final = sa.select(api_keys.c.id).where(api_keys.c.platform_admin.is_(sa.true()), _LIVE)
 _LIVE_OWNER_KEYS: Final = sa.select(api_keys.c.id).where(api_keys.c.tenant_id == sa.bindparam("tenant_id"),
                                                          api_keys.c.role == "owner", _LIVE)
-_LIST: Final = sa.select(*_COLUMNS).where(api_keys.c.tenant_id == sa.bindparam("tenant_id")).order_by(
-    api_keys.c.created_at)
+PAGES: Final[Keyset[ApiKey]] = Keyset(sa.select(*_COLUMNS).where(api_keys.c.tenant_id == sa.bindparam("tenant_id")),
+                                        (api_keys.c.created_at, api_keys.c.id), lambda k: (k.created_at, k.id))
 _REVOKE: Final = (sa.update(api_keys).where(api_keys.c.tenant_id == sa.bindparam("tenant_id"),
                                             api_keys.c.id == sa.bindparam("id"), api_keys.c.revoked_at.is_(None))
                   .values(revoked_at=sa.bindparam("now")))
@@ -160,8 +162,10 @@ def key_chain_by_id(tx: Tx, key_id: str) -> KeyChain | None:
     return None if row is None else KeyChain(_record(row), row[10])
 
 
-def list_api_keys(tx: Tx, scope: Scope) -> list[ApiKey]:
-    return [_record(row) for row in tx.all(_LIST, {"tenant_id": scope.tenant_id})]
+def list_api_keys(tx: Tx, scope: Scope,
+                  *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[ApiKey]:
+    """The organization's keys, revoked ones too, oldest first (all, or a page)."""
+    return PAGES.fetch(tx, {"tenant_id": scope.tenant_id}, _record, after=after, limit=limit)
 
 
 def revoke_api_key(tx: Tx, scope: Scope, key_id: str) -> None:

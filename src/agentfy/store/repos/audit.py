@@ -18,7 +18,8 @@ import sqlalchemy as sa
 from agentfy.identity import Scope
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import InvalidInputError, NotFoundError
-from agentfy.store.repos._batch import check_json, check_text
+from agentfy.store.inputs import check_text
+from agentfy.store.repos._batch import check_json
 from agentfy.store.repos._common import load_json
 from agentfy.store.schema import org_audit
 from agentfy.store.sql import insert

@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from agentfy.identity import OrgCredentialId, Scope
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UniqueViolation
-from agentfy.store.repos._batch import check_text
+from agentfy.store.inputs import check_text
 from agentfy.store.schema import org_credentials
 from agentfy.store.sql import insert_returning_id
 

@@ -7,6 +7,7 @@ stored as given; the scheduler parses it.  Deleting the agent deletes its jobs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -15,6 +16,7 @@ import sqlalchemy as sa
 from agentfy.identity import AgentId, CronJobId, OrgId, Scope, parse_id
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import InvalidInputError, NotFoundError
+from agentfy.store.paging import Keyset
 from agentfy.store.repos import agents
 from agentfy.store.repos._common import dump_json, load_json, require_label
 from agentfy.store.schema import cron_jobs
@@ -27,9 +29,14 @@ _COLUMNS: Final = (cron_jobs.c.id, cron_jobs.c.tenant_id, cron_jobs.c.agent_id, 
 _INSERT: Final = insert_returning_id(cron_jobs, ["tenant_id", "agent_id", "created_by", "user_id", "schedule",
                                                  "payload", "enabled", "created_at"])
 _BY_ID: Final = sa.select(*_COLUMNS).where(_IN_TENANT, cron_jobs.c.id == sa.bindparam("job_id"))
-_LIST: Final = sa.select(*_COLUMNS).where(_IN_TENANT).order_by(cron_jobs.c.created_at, cron_jobs.c.id)
-_LIST_OF_AGENT: Final = (sa.select(*_COLUMNS).where(_IN_TENANT, cron_jobs.c.agent_id == sa.bindparam("agent_id"))
-                         .order_by(cron_jobs.c.created_at, cron_jobs.c.id))
+_ORDER: Final = (cron_jobs.c.created_at, cron_jobs.c.id)
+_OF_AGENT: Final = cron_jobs.c.agent_id == sa.bindparam("agent_id")
+PAGES: Final[Keyset[CronJob]] = Keyset(sa.select(*_COLUMNS).where(_IN_TENANT), _ORDER, lambda j: (j.created_at, j.id))
+OF_AGENT_PAGES: Final[Keyset[CronJob]] = Keyset(sa.select(*_COLUMNS).where(_IN_TENANT, _OF_AGENT), _ORDER,
+                                                  lambda j: (j.created_at, j.id))
+OF_AGENT_SCOPE_PAGES: Final[Keyset[CronJob]] = Keyset(
+    sa.select(*_COLUMNS).where(_IN_TENANT, _OF_AGENT, cron_jobs.c.user_id == sa.bindparam("user_id")), _ORDER,
+    lambda j: (j.created_at, j.id))
 _SET_ENABLED: Final = (sa.update(cron_jobs).where(_IN_TENANT, cron_jobs.c.id == sa.bindparam("job_id"))
                        .values(enabled=sa.bindparam("enabled")))
 _DELETE: Final = sa.delete(cron_jobs).where(_IN_TENANT, cron_jobs.c.id == sa.bindparam("job_id"))
@@ -88,12 +95,17 @@ def get_cron_job(tx: Tx, scope: Scope, job_id: str) -> CronJob:
     return _job(row)
 
 
-def list_cron_jobs(tx: Tx, scope: Scope, agent_id: str | None = None) -> list[CronJob]:
-    """The tenant's jobs, or one agent's (the agent must be in the tenant)."""
+def list_cron_jobs(tx: Tx, scope: Scope, agent_id: str | None = None, *, user_id: str | None = None,
+                   after: Sequence[Any] | None = None, limit: int | None = None) -> list[CronJob]:
+    """The tenant's jobs, or one agent's (the agent must be in the tenant) — only those running in the memory
+    scope ``user_id`` if given — oldest first (all, or a page)."""
     if agent_id is None:
-        return [_job(row) for row in tx.all(_LIST, {"tenant_id": scope.tenant_id})]
+        return PAGES.fetch(tx, {"tenant_id": scope.tenant_id}, _job, after=after, limit=limit)
     agent = agents.get_agent(tx, scope, parse_id(agent_id, "agent"))
-    return [_job(row) for row in tx.all(_LIST_OF_AGENT, {"tenant_id": scope.tenant_id, "agent_id": agent.id})]
+    params = {"tenant_id": scope.tenant_id, "agent_id": agent.id}
+    if user_id is None:
+        return OF_AGENT_PAGES.fetch(tx, params, _job, after=after, limit=limit)
+    return OF_AGENT_SCOPE_PAGES.fetch(tx, {**params, "user_id": user_id}, _job, after=after, limit=limit)
 
 
 def set_cron_job_enabled(tx: Tx, scope: Scope, job_id: str, enabled: bool) -> CronJob:

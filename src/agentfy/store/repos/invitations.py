@@ -13,6 +13,7 @@ reads across organizations: deliberately, keyed by the person, never by a tenant
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -22,6 +23,7 @@ import sqlalchemy as sa
 from agentfy.identity import OrgId, Scope, parse_id
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
+from agentfy.store.paging import Keyset
 from agentfy.store.repos import orgs
 from agentfy.store.schema import ROLES, org_invitations, organizations
 from agentfy.store.sql import insert_returning_id
@@ -35,13 +37,14 @@ _COLUMNS: Final = (org_invitations.c.id, org_invitations.c.tenant_id, org_invita
 _INSERT: Final = insert_returning_id(org_invitations, ["tenant_id", "user_id", "role", "status", "invited_by",
                                                        "created_at", "expires_at"])
 _PENDING: Final = sa.and_(org_invitations.c.status == "pending", org_invitations.c.expires_at > sa.bindparam("now"))
-_OF_ORG: Final = (sa.select(*_COLUMNS).where(org_invitations.c.tenant_id == sa.bindparam("tenant_id"), _PENDING)
-                  .order_by(org_invitations.c.created_at, org_invitations.c.id))
-_FOR_USER: Final = (sa.select(*_COLUMNS, organizations.c.slug, organizations.c.name)
-                    .select_from(org_invitations.join(organizations,
-                                                      organizations.c.id == org_invitations.c.tenant_id))
-                    .where(org_invitations.c.user_id == sa.bindparam("user_id"), _PENDING)
-                    .order_by(org_invitations.c.created_at, org_invitations.c.id))
+_ORDER: Final = (org_invitations.c.created_at, org_invitations.c.id)
+OF_ORG_PAGES: Final[Keyset[Invitation]] = Keyset(
+    sa.select(*_COLUMNS).where(org_invitations.c.tenant_id == sa.bindparam("tenant_id"), _PENDING), _ORDER,
+    lambda i: (i.created_at, i.id))
+FOR_USER_PAGES: Final[Keyset[Invitation]] = Keyset(
+    sa.select(*_COLUMNS, organizations.c.slug, organizations.c.name)
+    .select_from(org_invitations.join(organizations, organizations.c.id == org_invitations.c.tenant_id))
+    .where(org_invitations.c.user_id == sa.bindparam("user_id"), _PENDING), _ORDER, lambda i: (i.created_at, i.id))
 _PENDING_FOR_USER_BY_ID: Final = sa.select(*_COLUMNS).where(org_invitations.c.id == sa.bindparam("id"),
                                                              org_invitations.c.user_id == sa.bindparam("user_id"),
                                                              _PENDING)
@@ -109,9 +112,11 @@ def invite(tx: Tx, scope: Scope, user_id: str, role: str, *, invited_by: str | N
                       str(values["expires_at"]), None)
 
 
-def pending_of_org(tx: Tx, scope: Scope) -> list[Invitation]:
-    """The organization's invitations still waiting for an answer."""
-    return [_invitation(row) for row in tx.all(_OF_ORG, {"tenant_id": scope.tenant_id, "now": now()})]
+def pending_of_org(tx: Tx, scope: Scope,
+                   *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[Invitation]:
+    """The organization's invitations still waiting for an answer (all, or a page)."""
+    return OF_ORG_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "now": now()}, _invitation, after=after,
+                              limit=limit)
 
 
 def withdraw(tx: Tx, scope: Scope, invitation_id: str) -> None:
@@ -121,10 +126,12 @@ def withdraw(tx: Tx, scope: Scope, invitation_id: str) -> None:
         raise NotFoundError("invitation", invitation_id)
 
 
-def pending_for_user(tx: Tx, user_id: str) -> list[Invitation]:
-    """The invitations waiting for ``user_id``'s answer, with the inviting organization's slug and name."""
+def pending_for_user(tx: Tx, user_id: str,
+                     *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[Invitation]:
+    """The invitations waiting for ``user_id``'s answer, with the inviting organization's slug and name (all, or
+    a page)."""
     user_id = parse_id(user_id, "user")
-    return [_invitation(row) for row in tx.all(_FOR_USER, {"user_id": user_id, "now": now()})]
+    return FOR_USER_PAGES.fetch(tx, {"user_id": user_id, "now": now()}, _invitation, after=after, limit=limit)
 
 
 def _own_pending(tx: Tx, invitation_id: str, user_id: str) -> Invitation:

@@ -23,11 +23,12 @@ import sqlalchemy as sa
 from agentfy.identity import AgentId, KgEntityId, KgRelationId, OrgId, Scope, parse_id
 from agentfy.store.db import Sql, Tx, now
 from agentfy.store.errors import InvalidInputError, NotFoundError
+from agentfy.store.inputs import check_text
+from agentfy.store.paging import Keyset
 from agentfy.store.repos._batch import (
     USER_ID_MAX_LENGTH,
     RowNotFoundError,
     check_json,
-    check_text,
     json_list,
     json_values,
     parse_row_ids,
@@ -58,13 +59,28 @@ _INSERT_RELATION: Final = insert(kg_relations, ["id", "tenant_id", "agent_id", "
                                                 "target_entity_id", "relation", "properties", "created_at"])
 _ENTITY_AGENTS: Final = Sql(lambda d: sa.select(kg_entities.c.id, kg_entities.c.agent_id).where(
     _ENTITY_IN_TENANT, kg_entities.c.id.in_(json_values("ids", d))))
-_ENTITIES_OF_AGENT: Final = (sa.select(*_ENTITY_COLUMNS)
-                             .where(_ENTITY_IN_TENANT, kg_entities.c.agent_id == sa.bindparam("agent_id"))
-                             .order_by(kg_entities.c.name, kg_entities.c.id))
+_ENTITY_ORDER: Final = (kg_entities.c.name, kg_entities.c.id)
+_ENTITY_OF_AGENT: Final = kg_entities.c.agent_id == sa.bindparam("agent_id")
+ENTITY_PAGES: Final[Keyset[KgEntity]] = Keyset(sa.select(*_ENTITY_COLUMNS).where(_ENTITY_IN_TENANT, _ENTITY_OF_AGENT),
+                                                 _ENTITY_ORDER, lambda e: (e.name, e.id))
+SCOPE_ENTITY_PAGES: Final[Keyset[KgEntity]] = Keyset(
+    sa.select(*_ENTITY_COLUMNS).where(_ENTITY_IN_TENANT, _ENTITY_OF_AGENT,
+                                      kg_entities.c.user_id == sa.bindparam("user_id")),
+    _ENTITY_ORDER, lambda e: (e.name, e.id))
 _ENTITY_BY_ID: Final = sa.select(*_ENTITY_COLUMNS).where(_ENTITY_IN_TENANT, kg_entities.c.id == sa.bindparam("id"))
-_RELATIONS_OF_AGENT: Final = (sa.select(*_RELATION_COLUMNS)
-                              .where(_RELATION_IN_TENANT, kg_relations.c.agent_id == sa.bindparam("agent_id"))
-                              .order_by(kg_relations.c.created_at, kg_relations.c.id))
+_RELATION_ORDER: Final = (kg_relations.c.created_at, kg_relations.c.id)
+_RELATION_OF_AGENT: Final = kg_relations.c.agent_id == sa.bindparam("agent_id")
+_IN_SCOPE: Final = sa.select(kg_entities.c.id).where(_ENTITY_IN_TENANT,
+                                                     kg_entities.c.user_id == sa.bindparam("user_id"))
+RELATION_PAGES: Final[Keyset[KgRelation]] = Keyset(
+    sa.select(*_RELATION_COLUMNS).where(_RELATION_IN_TENANT, _RELATION_OF_AGENT), _RELATION_ORDER,
+    lambda r: (r.created_at, r.id))
+#: Relations whose two entities are both in one memory scope.
+SCOPE_RELATION_PAGES: Final[Keyset[KgRelation]] = Keyset(
+    sa.select(*_RELATION_COLUMNS).where(_RELATION_IN_TENANT, _RELATION_OF_AGENT,
+                                        kg_relations.c.source_entity_id.in_(_IN_SCOPE),
+                                        kg_relations.c.target_entity_id.in_(_IN_SCOPE)),
+    _RELATION_ORDER, lambda r: (r.created_at, r.id))
 _DELETE_ENTITY: Final = sa.delete(kg_entities).where(_ENTITY_IN_TENANT, kg_entities.c.id == sa.bindparam("id"))
 
 # Merging: relations between members of the merged set would become self-loops and are dropped; the others
@@ -299,16 +315,26 @@ def get_entity(tx: Tx, scope: Scope, entity_id: str) -> KgEntity:
     return _entity(row)
 
 
-def list_entities(tx: Tx, scope: Scope, agent_id: str) -> list[KgEntity]:
-    """The agent's entities by name; an agent that is not the tenant's is :class:`NotFoundError`."""
+def list_entities(tx: Tx, scope: Scope, agent_id: str, *, user_id: str | None = None,
+                  after: Sequence[Any] | None = None, limit: int | None = None) -> list[KgEntity]:
+    """The agent's entities by name — only the memory scope ``user_id``'s if given — all, or a page; an agent
+    that is not the tenant's is :class:`NotFoundError`."""
     agent = require_agent(tx, scope, agent_id)
-    return [_entity(row) for row in tx.all(_ENTITIES_OF_AGENT, {"tenant_id": scope.tenant_id, "agent_id": agent})]
+    params = {"tenant_id": scope.tenant_id, "agent_id": agent}
+    if user_id is None:
+        return ENTITY_PAGES.fetch(tx, params, _entity, after=after, limit=limit)
+    return SCOPE_ENTITY_PAGES.fetch(tx, {**params, "user_id": user_id}, _entity, after=after, limit=limit)
 
 
-def list_relations(tx: Tx, scope: Scope, agent_id: str) -> list[KgRelation]:
-    """The agent's relations, oldest first; an agent that is not the tenant's is :class:`NotFoundError`."""
+def list_relations(tx: Tx, scope: Scope, agent_id: str, *, user_id: str | None = None,
+                   after: Sequence[Any] | None = None, limit: int | None = None) -> list[KgRelation]:
+    """The agent's relations, oldest first — only those between two entities of the memory scope ``user_id`` if
+    given — all, or a page; an agent that is not the tenant's is :class:`NotFoundError`."""
     agent = require_agent(tx, scope, agent_id)
-    return [_relation(row) for row in tx.all(_RELATIONS_OF_AGENT, {"tenant_id": scope.tenant_id, "agent_id": agent})]
+    params = {"tenant_id": scope.tenant_id, "agent_id": agent}
+    if user_id is None:
+        return RELATION_PAGES.fetch(tx, params, _relation, after=after, limit=limit)
+    return SCOPE_RELATION_PAGES.fetch(tx, {**params, "user_id": user_id}, _relation, after=after, limit=limit)
 
 
 def merge_entities(tx: Tx, scope: Scope, agent_id: str, keep_id: str, duplicate_ids: Sequence[str]) -> MergeResult:

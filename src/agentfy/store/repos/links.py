@@ -7,6 +7,7 @@ Deleting either agent deletes the link (CASCADE); deleting an agent deletes its 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -15,6 +16,7 @@ import sqlalchemy as sa
 from agentfy.identity import AgentId, AgentLinkId, AgentMcpServerId, OrgId, Scope, parse_id
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
+from agentfy.store.paging import Keyset
 from agentfy.store.repos import agents
 from agentfy.store.repos._common import dump_json, load_json, require_label
 from agentfy.store.schema import agent_links, agent_mcp_servers
@@ -29,12 +31,13 @@ _LINK_COLUMNS: Final = (agent_links.c.id, agent_links.c.tenant_id, agent_links.c
 _INSERT_LINK: Final = insert_returning_id(agent_links, ["tenant_id", "source_agent_id", "target_agent_id", "kind",
                                                         "created_at"])
 _LINK_BY_ID: Final = sa.select(*_LINK_COLUMNS).where(_LINK_IN_TENANT, agent_links.c.id == sa.bindparam("link_id"))
-_LIST_LINKS: Final = (sa.select(*_LINK_COLUMNS).where(_LINK_IN_TENANT)
-                      .order_by(agent_links.c.created_at, agent_links.c.id))
-_LIST_LINKS_OF: Final = (sa.select(*_LINK_COLUMNS)
-                         .where(_LINK_IN_TENANT, sa.or_(agent_links.c.source_agent_id == sa.bindparam("agent_id"),
-                                                        agent_links.c.target_agent_id == sa.bindparam("agent_id")))
-                         .order_by(agent_links.c.created_at, agent_links.c.id))
+_LINK_ORDER: Final = (agent_links.c.created_at, agent_links.c.id)
+LINK_PAGES: Final[Keyset[AgentLink]] = Keyset(sa.select(*_LINK_COLUMNS).where(_LINK_IN_TENANT), _LINK_ORDER,
+                                                lambda link: (link.created_at, link.id))
+LINKS_OF_PAGES: Final[Keyset[AgentLink]] = Keyset(
+    sa.select(*_LINK_COLUMNS).where(_LINK_IN_TENANT, sa.or_(agent_links.c.source_agent_id == sa.bindparam("agent_id"),
+                                                            agent_links.c.target_agent_id == sa.bindparam("agent_id"))),
+    _LINK_ORDER, lambda link: (link.created_at, link.id))
 _DELETE_LINK: Final = sa.delete(agent_links).where(_LINK_IN_TENANT, agent_links.c.id == sa.bindparam("link_id"))
 
 _MCP_IN_TENANT: Final = agent_mcp_servers.c.tenant_id == sa.bindparam("tenant_id")
@@ -44,9 +47,9 @@ _MCP_COLUMNS: Final = (agent_mcp_servers.c.id, agent_mcp_servers.c.tenant_id, ag
 _INSERT_MCP: Final = insert_returning_id(agent_mcp_servers, ["tenant_id", "agent_id", "name", "url", "config",
                                                              "created_at"])
 _MCP_BY_ID: Final = sa.select(*_MCP_COLUMNS).where(_MCP_IN_TENANT, agent_mcp_servers.c.id == sa.bindparam("server_id"))
-_LIST_MCP: Final = (sa.select(*_MCP_COLUMNS)
-                    .where(_MCP_IN_TENANT, agent_mcp_servers.c.agent_id == sa.bindparam("agent_id"))
-                    .order_by(agent_mcp_servers.c.name))
+MCP_PAGES: Final[Keyset[AgentMcpServer]] = Keyset(
+    sa.select(*_MCP_COLUMNS).where(_MCP_IN_TENANT, agent_mcp_servers.c.agent_id == sa.bindparam("agent_id")),
+    (agent_mcp_servers.c.name, agent_mcp_servers.c.id), lambda m: (m.name, m.id))
 _DELETE_MCP: Final = sa.delete(agent_mcp_servers).where(_MCP_IN_TENANT,
                                                         agent_mcp_servers.c.id == sa.bindparam("server_id"))
 
@@ -114,12 +117,15 @@ def get_link(tx: Tx, scope: Scope, link_id: str) -> AgentLink:
     return _link(row)
 
 
-def list_links(tx: Tx, scope: Scope, agent_id: str | None = None) -> list[AgentLink]:
-    """The tenant's links, or only those with ``agent_id`` at either end (the agent must exist)."""
+def list_links(tx: Tx, scope: Scope, agent_id: str | None = None,
+               *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[AgentLink]:
+    """The tenant's links, or only those with ``agent_id`` at either end (the agent must exist); all, or a
+    page."""
     if agent_id is None:
-        return [_link(row) for row in tx.all(_LIST_LINKS, {"tenant_id": scope.tenant_id})]
+        return LINK_PAGES.fetch(tx, {"tenant_id": scope.tenant_id}, _link, after=after, limit=limit)
     agent = agents.get_agent(tx, scope, parse_id(agent_id, "agent"))
-    return [_link(row) for row in tx.all(_LIST_LINKS_OF, {"tenant_id": scope.tenant_id, "agent_id": agent.id})]
+    return LINKS_OF_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "agent_id": agent.id}, _link, after=after,
+                                limit=limit)
 
 
 def delete_link(tx: Tx, scope: Scope, link_id: str) -> None:
@@ -159,10 +165,11 @@ def get_mcp_server(tx: Tx, scope: Scope, server_id: str) -> AgentMcpServer:
     return _mcp(row)
 
 
-def list_mcp_servers(tx: Tx, scope: Scope, agent_id: str) -> list[AgentMcpServer]:
-    """The agent's MCP servers by name; an agent not in the tenant is :class:`NotFoundError`."""
+def list_mcp_servers(tx: Tx, scope: Scope, agent_id: str,
+                     *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[AgentMcpServer]:
+    """The agent's MCP servers by name; an agent not in the tenant is :class:`NotFoundError` (all, or a page)."""
     agent = agents.get_agent(tx, scope, parse_id(agent_id, "agent"))
-    return [_mcp(row) for row in tx.all(_LIST_MCP, {"tenant_id": scope.tenant_id, "agent_id": agent.id})]
+    return MCP_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "agent_id": agent.id}, _mcp, after=after, limit=limit)
 
 
 def delete_mcp_server(tx: Tx, scope: Scope, server_id: str) -> None:

@@ -27,6 +27,8 @@ from agentfy.identity import (
 from agentfy.ids import IdCollisionError, with_id_retry
 from agentfy.store.db import Sql, Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
+from agentfy.store.inputs import check_text
+from agentfy.store.paging import Keyset
 from agentfy.store.repos._batch import (
     CONTENT_MAX_LENGTH,
     PATH_MAX_LENGTH,
@@ -34,7 +36,6 @@ from agentfy.store.repos._batch import (
     USER_ID_MAX_LENGTH,
     RowNotFoundError,
     check_json,
-    check_text,
     json_list,
     json_values,
     parse_row_ids,
@@ -188,13 +189,14 @@ _EXISTING_DOCS: Final = Sql(lambda d: sa.select(memory_documents.c.id, memory_do
     _DOC_IN_TENANT, memory_documents.c.agent_id == sa.bindparam("agent_id"),
     memory_documents.c.path.in_(json_values("paths", d))))
 _DOC_BY_ID: Final = sa.select(*_DOC_COLUMNS).where(_DOC_IN_TENANT, memory_documents.c.id == sa.bindparam("id"))
-_DOCS_OF_AGENT: Final = (sa.select(*_DOC_COLUMNS)
-                         .where(_DOC_IN_TENANT, memory_documents.c.agent_id == sa.bindparam("agent_id"))
-                         .order_by(memory_documents.c.user_id, memory_documents.c.path))
-_DOCS_OF_AGENT_USER: Final = (sa.select(*_DOC_COLUMNS)
-                              .where(_DOC_IN_TENANT, memory_documents.c.agent_id == sa.bindparam("agent_id"),
-                                     memory_documents.c.user_id == sa.bindparam("user_id"))
-                              .order_by(memory_documents.c.path))
+_DOC_ORDER: Final = (memory_documents.c.user_id, memory_documents.c.path)
+DOC_PAGES: Final[Keyset[MemoryDocument]] = Keyset(
+    sa.select(*_DOC_COLUMNS).where(_DOC_IN_TENANT, memory_documents.c.agent_id == sa.bindparam("agent_id")),
+    _DOC_ORDER, lambda d: (d.user_id, d.path))
+SCOPE_DOC_PAGES: Final[Keyset[MemoryDocument]] = Keyset(
+    sa.select(*_DOC_COLUMNS).where(_DOC_IN_TENANT, memory_documents.c.agent_id == sa.bindparam("agent_id"),
+                                   memory_documents.c.user_id == sa.bindparam("user_id")),
+    _DOC_ORDER, lambda d: (d.user_id, d.path))
 _DELETE_DOC: Final = sa.delete(memory_documents).where(_DOC_IN_TENANT, memory_documents.c.id == sa.bindparam("id"))
 
 _INSERT_CHUNK: Final = insert(memory_chunks, ["id", "tenant_id", "document_id", "agent_id", "seq", "content"])
@@ -314,16 +316,17 @@ def get_memory_document(tx: Tx, scope: Scope, document_id: str) -> MemoryDocumen
     return _document(row)
 
 
-def list_memory_documents(tx: Tx, scope: Scope, agent_id: str, *, user_id: str | None = None) -> list[MemoryDocument]:
-    """The agent's documents (one user scope's with ``user_id``), by scope and path; an agent that is not the
-    tenant's is :class:`NotFoundError`, not an empty list (an empty answer would hide the bug)."""
+def list_memory_documents(tx: Tx, scope: Scope, agent_id: str, *, user_id: str | None = None,
+                          after: Sequence[Any] | None = None, limit: int | None = None) -> list[MemoryDocument]:
+    """The agent's documents (one user scope's with ``user_id``), by scope and path (all, or a page); an agent
+    that is not the tenant's is :class:`NotFoundError`, not an empty list (an empty answer would hide the bug)."""
     agent = require_agent(tx, scope, agent_id)
     if user_id is None:
-        rows = tx.all(_DOCS_OF_AGENT, {"tenant_id": scope.tenant_id, "agent_id": agent})
-    else:
-        user = check_text(user_id, "user_id", max_length=USER_ID_MAX_LENGTH, allow_empty=True)
-        rows = tx.all(_DOCS_OF_AGENT_USER, {"tenant_id": scope.tenant_id, "agent_id": agent, "user_id": user})
-    return [_document(row) for row in rows]
+        return DOC_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "agent_id": agent}, _document, after=after,
+                               limit=limit)
+    user = check_text(user_id, "user_id", max_length=USER_ID_MAX_LENGTH, allow_empty=True)
+    return SCOPE_DOC_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "agent_id": agent, "user_id": user}, _document,
+                                 after=after, limit=limit)
 
 
 def delete_memory_document(tx: Tx, scope: Scope, document_id: str) -> None:

@@ -7,6 +7,7 @@ acts *inside* an organization takes its ``Scope``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -17,6 +18,7 @@ from agentfy.identity.keys import tenant_slug_problem
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
+from agentfy.store.paging import Keyset
 from agentfy.store.repos import api_keys
 from agentfy.store.repos._common import dump_json, load_json, require_text
 from agentfy.store.schema import (
@@ -41,7 +43,8 @@ _INSERT_ORG: Final = insert_returning_id(organizations, ["slug", "name", "settin
 _INSERT_ORG_WITH_ID: Final = insert(organizations, ["id", "slug", "name", "settings", "created_at"])
 _ORG_BY_ID: Final = sa.select(*_ORG_COLUMNS).where(organizations.c.id == sa.bindparam("id"))
 _ORG_BY_SLUG: Final = sa.select(*_ORG_COLUMNS).where(organizations.c.slug == sa.bindparam("slug"))
-_LIST_ORGS: Final = sa.select(*_ORG_COLUMNS).order_by(organizations.c.slug)
+ORG_PAGES: Final[Keyset[Organization]] = Keyset(sa.select(*_ORG_COLUMNS), (organizations.c.slug,),
+                                                  lambda o: (o.slug,))
 _DELETE_ORG: Final = sa.delete(organizations).where(organizations.c.id == sa.bindparam("id"))
 # Telemetry has no FK (volume); a deleted tenant's telemetry goes with it.  The audit log stays: history.
 _DELETE_TELEMETRY: Final = tuple(sa.delete(table).where(table.c.tenant_id == sa.bindparam("id"))
@@ -56,8 +59,9 @@ _USER_BY_ID: Final = sa.select(users.c.id, users.c.email, users.c.display_name).
 _INSERT_MEMBER: Final = insert_returning_id(org_members, ["org_id", "user_id", "role", "created_at"])
 _MEMBER_ROLE: Final = sa.select(org_members.c.id, org_members.c.role).where(
     org_members.c.org_id == sa.bindparam("tenant_id"), org_members.c.user_id == sa.bindparam("user_id"))
-_LIST_MEMBERS: Final = (sa.select(org_members.c.id, org_members.c.user_id, org_members.c.role)
-                        .where(org_members.c.org_id == sa.bindparam("tenant_id")).order_by(org_members.c.user_id))
+MEMBER_PAGES: Final[Keyset[Member]] = Keyset(
+    sa.select(org_members.c.id, org_members.c.user_id, org_members.c.role)
+    .where(org_members.c.org_id == sa.bindparam("tenant_id")), (org_members.c.user_id,), lambda m: (m.user_id,))
 _DELETE_MEMBER: Final = sa.delete(org_members).where(org_members.c.org_id == sa.bindparam("tenant_id"),
                                                      org_members.c.user_id == sa.bindparam("user_id"))
 # The owners' memberships, locked (PostgreSQL) so two removals or demotions cannot both see "another owner
@@ -153,8 +157,9 @@ def ensure_platform_organization(tx: Tx) -> tuple[Organization, bool]:
     return Organization(PLATFORM_ORG_ID, PLATFORM_ORG_SLUG, "Platform", None, {}, stamp), True
 
 
-def list_organizations(tx: Tx) -> list[Organization]:
-    return [_org(row) for row in tx.all(_LIST_ORGS)]
+def list_organizations(tx: Tx, *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[Organization]:
+    """Every organization by slug (all, or a page: see ``store.paging``)."""
+    return ORG_PAGES.fetch(tx, {}, _org, after=after, limit=limit)
 
 
 def get_organization_by_slug(tx: Tx, slug: str) -> Organization:
@@ -231,9 +236,10 @@ def member_role(tx: Tx, scope: Scope, user_id: str) -> str | None:
     return None if row is None else str(row[1])
 
 
-def list_members(tx: Tx, scope: Scope) -> list[Member]:
-    rows = tx.all(_LIST_MEMBERS, {"tenant_id": scope.tenant_id})
-    return [Member(OrgMemberId(r[0]), UserId(r[1]), r[2]) for r in rows]
+def list_members(tx: Tx, scope: Scope, *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[Member]:
+    """The organization's members by user ID (all, or a page)."""
+    return MEMBER_PAGES.fetch(tx, {"tenant_id": scope.tenant_id},
+                              lambda r: Member(OrgMemberId(r[0]), UserId(r[1]), r[2]), after=after, limit=limit)
 
 
 def _refuse_losing_the_last_owner(tx: Tx, scope: Scope, user_id: str, what: str) -> None:

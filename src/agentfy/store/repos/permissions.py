@@ -14,6 +14,7 @@ fail closed on a database error unless an operator opts into fail-open) belongs 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -22,6 +23,7 @@ import sqlalchemy as sa
 from agentfy.identity import AgentConfigPermissionId, AgentId, OrgId, Scope, parse_id
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
+from agentfy.store.paging import Keyset
 from agentfy.store.repos import agents
 from agentfy.store.repos._common import require_label
 from agentfy.store.schema import agent_config_permissions as grants
@@ -46,8 +48,9 @@ _UPDATE: Final = (sa.update(grants).where(*_NATURAL_KEY)
                   .values(allow=sa.bindparam("allow"), granted_by=sa.bindparam("granted_by"))
                   .returning(*_COLUMNS))
 _FIND: Final = sa.select(grants.c.allow).where(*_NATURAL_KEY)
-_LIST: Final = (sa.select(*_COLUMNS).where(_IN_TENANT, grants.c.agent_id == sa.bindparam("agent_id"))
-                .order_by(grants.c.scope, grants.c.config_type, grants.c.sender_id))
+PAGES: Final[Keyset[ConfigGrant]] = Keyset(
+    sa.select(*_COLUMNS).where(_IN_TENANT, grants.c.agent_id == sa.bindparam("agent_id")),
+    (grants.c.scope, grants.c.config_type, grants.c.sender_id), lambda g: (g.chat_scope, g.config_type, g.sender_id))
 _DELETE_BY_KEY: Final = sa.delete(grants).where(*_NATURAL_KEY)
 _DELETE_BY_ID: Final = sa.delete(grants).where(_IN_TENANT, grants.c.id == sa.bindparam("grant_id"))
 
@@ -142,10 +145,12 @@ def find_grant(tx: Tx, scope: Scope, agent_id: str, chat_scope: str, config_type
     return None if value is None else bool(value)
 
 
-def list_grants(tx: Tx, scope: Scope, agent_id: str) -> list[ConfigGrant]:
-    """The agent's grants (the agent must be in the tenant), by chat scope, config type and sender."""
+def list_grants(tx: Tx, scope: Scope, agent_id: str,
+                *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[ConfigGrant]:
+    """The agent's grants (the agent must be in the tenant), by chat scope, config type and sender (all, or a
+    page)."""
     agent = agents.get_agent(tx, scope, parse_id(agent_id, "agent"))
-    return [_grant(row) for row in tx.all(_LIST, {"tenant_id": scope.tenant_id, "agent_id": agent.id})]
+    return PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "agent_id": agent.id}, _grant, after=after, limit=limit)
 
 
 def revoke(tx: Tx, scope: Scope, agent_id: str, *, chat_scope: str, config_type: str, sender_id: str) -> None:

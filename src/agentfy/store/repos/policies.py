@@ -14,7 +14,8 @@ import sqlalchemy as sa
 from agentfy.identity import OrgId, OrgPolicyId, Scope, parse_id
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, NotFoundError, UniqueViolation
-from agentfy.store.repos._batch import check_json, check_text
+from agentfy.store.inputs import check_text
+from agentfy.store.repos._batch import check_json
 from agentfy.store.repos._common import load_json
 from agentfy.store.schema import org_policies
 from agentfy.store.sql import insert_returning_id

@@ -9,6 +9,7 @@ manageable without a destructive backfill.  The repository stores; callers decid
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -17,6 +18,7 @@ import sqlalchemy as sa
 from agentfy.identity import OrgId, Scope, SkillId, parse_id
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
+from agentfy.store.paging import Keyset
 from agentfy.store.repos._common import require_label, require_text
 from agentfy.store.schema import skills
 from agentfy.store.sql import insert_returning_id
@@ -31,7 +33,8 @@ _COLUMNS: Final = (skills.c.id, skills.c.tenant_id, skills.c.owner_id, skills.c.
 _INSERT: Final = insert_returning_id(skills, ["tenant_id", "owner_id", "name", "content", "created_at"])
 _BY_ID: Final = sa.select(*_COLUMNS).where(_IN_TENANT, skills.c.id == sa.bindparam("skill_id"))
 _BY_NAME: Final = sa.select(*_COLUMNS).where(_IN_TENANT, skills.c.name == sa.bindparam("name"))
-_LIST: Final = sa.select(*_COLUMNS).where(_IN_TENANT).order_by(skills.c.name)
+PAGES: Final[Keyset[Skill]] = Keyset(sa.select(*_COLUMNS).where(_IN_TENANT), (skills.c.name, skills.c.id),
+                                       lambda skill: (skill.name, skill.id))
 _UPDATE_CONTENT: Final = (sa.update(skills).where(_IN_TENANT, skills.c.id == sa.bindparam("skill_id"))
                           .values(content=sa.bindparam("content")))
 _DELETE: Final = sa.delete(skills).where(_IN_TENANT, skills.c.id == sa.bindparam("skill_id"))
@@ -104,8 +107,9 @@ def get_skill_by_name(tx: Tx, scope: Scope, name: str) -> Skill:
     return _skill(row)
 
 
-def list_skills(tx: Tx, scope: Scope) -> list[Skill]:
-    return [_skill(row) for row in tx.all(_LIST, {"tenant_id": scope.tenant_id})]
+def list_skills(tx: Tx, scope: Scope, *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[Skill]:
+    """The tenant's skills by name (all, or a page)."""
+    return PAGES.fetch(tx, {"tenant_id": scope.tenant_id}, _skill, after=after, limit=limit)
 
 
 def update_skill(tx: Tx, scope: Scope, skill_id: str, *, content: str) -> Skill:

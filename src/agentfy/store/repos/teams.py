@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -23,6 +24,7 @@ from agentfy.identity import AgentId, OrgId, Scope, TeamApiKeyId, TeamId, TeamMe
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, NotFoundError, UniqueViolation
+from agentfy.store.paging import Keyset
 from agentfy.store.repos import agents
 from agentfy.store.repos._common import require_text
 from agentfy.store.schema import team_api_keys, team_members, teams
@@ -38,7 +40,8 @@ _IN_TENANT: Final = teams.c.tenant_id == sa.bindparam("tenant_id")
 _TEAM_COLUMNS: Final = (teams.c.id, teams.c.tenant_id, teams.c.name, teams.c.lead_agent_id, teams.c.created_at)
 _INSERT_TEAM: Final = insert_returning_id(teams, ["tenant_id", "name", "lead_agent_id", "created_at"])
 _TEAM_BY_ID: Final = sa.select(*_TEAM_COLUMNS).where(_IN_TENANT, teams.c.id == sa.bindparam("team_id"))
-_LIST_TEAMS: Final = sa.select(*_TEAM_COLUMNS).where(_IN_TENANT).order_by(teams.c.name, teams.c.id)
+TEAM_PAGES: Final[Keyset[Team]] = Keyset(sa.select(*_TEAM_COLUMNS).where(_IN_TENANT), (teams.c.name, teams.c.id),
+                                           lambda t: (t.name, t.id))
 _DELETE_TEAM: Final = sa.delete(teams).where(_IN_TENANT, teams.c.id == sa.bindparam("team_id"))
 _SET_LEAD: Final = (sa.update(teams).where(_IN_TENANT, teams.c.id == sa.bindparam("team_id"))
                     .values(lead_agent_id=sa.bindparam("lead_agent_id")))
@@ -47,9 +50,10 @@ _MEMBER_IN_TENANT: Final = team_members.c.tenant_id == sa.bindparam("tenant_id")
 _MEMBER_COLUMNS: Final = (team_members.c.id, team_members.c.team_id, team_members.c.agent_id, team_members.c.role,
                           team_members.c.created_at)
 _INSERT_MEMBER: Final = insert_returning_id(team_members, ["tenant_id", "team_id", "agent_id", "role", "created_at"])
-_LIST_MEMBERS: Final = (sa.select(*_MEMBER_COLUMNS)
-                        .where(_MEMBER_IN_TENANT, team_members.c.team_id == sa.bindparam("team_id"))
-                        .order_by(team_members.c.created_at, team_members.c.id))
+MEMBER_PAGES: Final[Keyset[TeamMember]] = Keyset(
+    sa.select(*_MEMBER_COLUMNS).where(_MEMBER_IN_TENANT, team_members.c.team_id == sa.bindparam("team_id")),
+    (team_members.c.created_at, team_members.c.id),
+    lambda m: (m.created_at, m.id))
 _DELETE_MEMBER: Final = sa.delete(team_members).where(_MEMBER_IN_TENANT,
                                                       team_members.c.team_id == sa.bindparam("team_id"),
                                                       team_members.c.agent_id == sa.bindparam("agent_id"))
@@ -60,9 +64,10 @@ _KEY_COLUMNS: Final = (team_api_keys.c.id, team_api_keys.c.tenant_id, team_api_k
 _INSERT_KEY: Final = insert_returning_id(team_api_keys, ["tenant_id", "team_id", "name", "key_prefix", "key_hash",
                                                          "created_at"])
 _KEY_BY_ID: Final = sa.select(*_KEY_COLUMNS).where(_KEY_IN_TENANT, team_api_keys.c.id == sa.bindparam("key_id"))
-_LIST_KEYS: Final = (sa.select(*_KEY_COLUMNS)
-                     .where(_KEY_IN_TENANT, team_api_keys.c.team_id == sa.bindparam("team_id"))
-                     .order_by(team_api_keys.c.created_at, team_api_keys.c.id))
+KEY_PAGES: Final[Keyset[TeamApiKey]] = Keyset(
+    sa.select(*_KEY_COLUMNS).where(_KEY_IN_TENANT, team_api_keys.c.team_id == sa.bindparam("team_id")),
+    (team_api_keys.c.created_at, team_api_keys.c.id),
+    lambda k: (k.created_at, k.id))
 # Not tenant-scoped on purpose: see find_team_api_key.
 _KEY_BY_HASH: Final = sa.select(*_KEY_COLUMNS).where(team_api_keys.c.key_hash == sa.bindparam("key_hash"),
                                                      team_api_keys.c.revoked_at.is_(None))
@@ -160,8 +165,9 @@ def get_team(tx: Tx, scope: Scope, team_id: str) -> Team:
     return _require_team(tx, scope, parse_id(team_id, "team"))
 
 
-def list_teams(tx: Tx, scope: Scope) -> list[Team]:
-    return [_team(row) for row in tx.all(_LIST_TEAMS, {"tenant_id": scope.tenant_id})]
+def list_teams(tx: Tx, scope: Scope, *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[Team]:
+    """The tenant's teams by name (all, or a page)."""
+    return TEAM_PAGES.fetch(tx, {"tenant_id": scope.tenant_id}, _team, after=after, limit=limit)
 
 
 def set_lead(tx: Tx, scope: Scope, team_id: str, agent_id: str | None) -> Team:
@@ -217,10 +223,13 @@ def remove_member(tx: Tx, scope: Scope, team_id: str, agent_id: str) -> None:
     tx.record_change(Change("team", "updated", scope.tenant_id, team_id))
 
 
-def list_members(tx: Tx, scope: Scope, team_id: str) -> list[TeamMember]:
-    """The team's members in the order they joined; a team not in the tenant is :class:`NotFoundError`."""
+def list_members(tx: Tx, scope: Scope, team_id: str,
+                 *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[TeamMember]:
+    """The team's members in the order they joined; a team not in the tenant is :class:`NotFoundError` (all, or
+    a page)."""
     team = get_team(tx, scope, team_id)
-    return [_member(row) for row in tx.all(_LIST_MEMBERS, {"tenant_id": scope.tenant_id, "team_id": team.id})]
+    return MEMBER_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "team_id": team.id}, _member, after=after,
+                              limit=limit)
 
 
 # -- API keys ---------------------------------------------------------------------------------------------
@@ -262,10 +271,12 @@ def live_team_api_key(tx: Tx, key_id: str) -> TeamApiKey | None:
     return None if row is None else _api_key(row)
 
 
-def list_team_api_keys(tx: Tx, scope: Scope, team_id: str) -> list[TeamApiKey]:
-    """The team's keys, revoked ones included (``revoked_at`` says which)."""
+def list_team_api_keys(tx: Tx, scope: Scope, team_id: str,
+                       *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[TeamApiKey]:
+    """The team's keys, revoked ones included (``revoked_at`` says which); all, or a page."""
     team = get_team(tx, scope, team_id)
-    return [_api_key(row) for row in tx.all(_LIST_KEYS, {"tenant_id": scope.tenant_id, "team_id": team.id})]
+    return KEY_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "team_id": team.id}, _api_key, after=after,
+                           limit=limit)
 
 
 def revoke_team_api_key(tx: Tx, scope: Scope, key_id: str) -> TeamApiKey:

@@ -24,7 +24,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from agentfy.identity import AgentId, OrgId, Scope, parse_id
 from agentfy.store.db import Sql, Tx, now
 from agentfy.store.errors import InvalidInputError, NotFoundError
-from agentfy.store.repos._batch import check_json, check_text
+from agentfy.store.inputs import check_text
+from agentfy.store.repos._batch import check_json
 from agentfy.store.repos._common import load_json
 from agentfy.store.schema import spans, traces, usage_snapshots
 from agentfy.store.sql import insert

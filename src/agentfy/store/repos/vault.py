@@ -18,9 +18,10 @@ import sqlalchemy as sa
 from agentfy.identity import AgentId, OrgId, Scope, VaultDocumentId, parse_id
 from agentfy.store.db import Sql, Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
+from agentfy.store.inputs import check_text
+from agentfy.store.paging import Keyset
 from agentfy.store.repos._batch import (
     PATH_MAX_LENGTH,
-    check_text,
     json_list,
     json_values,
     require_agent,
@@ -46,9 +47,9 @@ _TAKEN: Final = Sql(lambda d: sa.select(vault_documents.c.agent_id, vault_docume
     vault_documents.c.path.in_(json_values("paths", d))))
 _BY_ID: Final = sa.select(*_INFO_COLUMNS, vault_documents.c.content).where(
     _IN_TENANT, vault_documents.c.id == sa.bindparam("id"))
-_OF_AGENT: Final = (sa.select(*_INFO_COLUMNS)
-                    .where(_IN_TENANT, vault_documents.c.agent_id == sa.bindparam("agent_id"))
-                    .order_by(vault_documents.c.path))
+PAGES: Final[Keyset[VaultDocumentInfo]] = Keyset(
+    sa.select(*_INFO_COLUMNS).where(_IN_TENANT, vault_documents.c.agent_id == sa.bindparam("agent_id")),
+    (vault_documents.c.path, vault_documents.c.id), lambda d: (d.path, d.id))
 _DELETE: Final = sa.delete(vault_documents).where(_IN_TENANT, vault_documents.c.id == sa.bindparam("id"))
 
 
@@ -173,11 +174,12 @@ def get_vault_document(tx: Tx, scope: Scope, document_id: str) -> VaultDocument:
                          info.created_at, bytes(row[7]))
 
 
-def list_vault_documents(tx: Tx, scope: Scope, agent_id: str) -> list[VaultDocumentInfo]:
-    """The agent's documents by path, without content; an agent that is not the tenant's is
+def list_vault_documents(tx: Tx, scope: Scope, agent_id: str,
+                         *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[VaultDocumentInfo]:
+    """The agent's documents by path, without content (all, or a page); an agent that is not the tenant's is
     :class:`NotFoundError`."""
     agent = require_agent(tx, scope, agent_id)
-    return [_info(row) for row in tx.all(_OF_AGENT, {"tenant_id": scope.tenant_id, "agent_id": agent})]
+    return PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "agent_id": agent}, _info, after=after, limit=limit)
 
 
 def delete_vault_document(tx: Tx, scope: Scope, document_id: str) -> None:

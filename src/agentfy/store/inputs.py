@@ -1,0 +1,189 @@
+"""The input policy: what a text or a JSON value must be before it is stored — one rule, both engines.
+
+Why each rule:
+
+* **No NUL** (U+0000) in any string: PostgreSQL cannot store it in text, SQLite can — so without the rule the
+  engines disagree, and on PostgreSQL the driver fails with a 500 instead of a 422.
+* **No lone surrogate** (U+D800 to U+DFFF, not in a pair): it is not Unicode text.  SQLite refuses to encode it,
+  PostgreSQL too, but JSON escapes it (``"\\udc00"``), so a JSON document could store one, and every later
+  read that serialises the row failed.
+* **JSON documents bounded**: at most :data:`JSON_MAX_DEPTH` levels (deeper documents broke the serialiser of
+  every read, and a deep enough one the parser), at most :data:`JSON_MAX_BYTES` per field as stored, keys
+  strings, numbers finite, integers within 64 bits (what PostgreSQL's ``bigint`` and every JSON parser in
+  the other products can hold).
+* **Integers** anywhere within int64.
+
+The request models, the WebSocket protocol and the store's checks all call these functions, so no path can
+store what the API would refuse.  :func:`repaired` is the other side: values stored before the policy
+existed are still readable (marked, never dropped), and ``agentfy db scan`` lists them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Final
+
+from agentfy.store.errors import InvalidInputError
+
+JSON_MAX_DEPTH: Final = 32
+JSON_MAX_BYTES: Final = 256 * 1024
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
+#: How much of a refused value an error shows (escaped: any input can be echoed).
+ECHO_MAX_CHARS: Final = 200
+#: What replaces a part of a stored document that breaks the policy, on output.
+REPAIRED_MARK: Final = "\ufffd"
+DEEP_MARK: Final = {"_agentfy_truncated": f"nested deeper than {JSON_MAX_DEPTH} levels"}
+#: The member a stored document that is not an object (or not JSON at all) is shown under, on output.
+NOT_AN_OBJECT: Final = "_agentfy_not_an_object"
+UNREADABLE: Final = "_agentfy_unreadable"
+
+_BAD_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
+_JSON_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_A_BRACKET: Final = bytes(b for b in range(256) if b not in b"[]{}")
+_INNERMOST: Final = re.compile(rb"\[\]|\{\}|\[\}|\{\]")
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` breaks the policy (a NUL or a lone surrogate, and where), or ``None``."""
+    found = _BAD_TEXT.search(value)
+    if found is None:
+        return None
+    character = found.group()
+    what = "a NUL character" if character == "\x00" else f"a lone surrogate (U+{ord(character):04X})"
+    return f"contains {what} at position {found.start()}"
+
+
+def json_problem(value: object, *, max_depth: int = JSON_MAX_DEPTH) -> str | None:
+    """Why a decoded JSON value breaks the policy (naming the path inside it), or ``None``."""
+    stack: list[tuple[object, str, int]] = [(value, "", 0)]
+    while stack:
+        node, path, depth = stack.pop()
+        if depth > max_depth:
+            return f"is nested deeper than {max_depth} levels (at {path or 'the top'})"
+        if isinstance(node, str):
+            problem = text_problem(node)
+            if problem:
+                return f"{path or 'the value'} {problem}"
+        elif isinstance(node, bool) or node is None:
+            continue
+        elif isinstance(node, int):
+            if not INT64_MIN <= node <= INT64_MAX:
+                return f"{path or 'the value'} is an integer outside 64 bits"
+        elif isinstance(node, float):
+            if not math.isfinite(node):
+                return f"{path or 'the value'} is not a finite number"
+        elif isinstance(node, dict):
+            for key, item in node.items():
+                if not isinstance(key, str):
+                    return f"{path or 'the value'} has a key that is not a string"
+                problem = text_problem(key)
+                if problem:
+                    return f"a key of {path or 'the value'} {problem}"
+                stack.append((item, f"{path}.{key}" if path else key, depth + 1))
+        elif isinstance(node, list | tuple):
+            stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(node))
+        else:
+            return f"{path or 'the value'} is a {type(node).__name__}, not a JSON value"
+    return None
+
+
+def json_text_too_deep(raw: bytes | str, max_depth: int) -> bool:
+    """Whether the JSON text ``raw`` nests deeper than ``max_depth``, found *before* parsing it (a parser would
+    recurse, and fail or take long, on a document nested thousands deep).
+
+    String contents are blanked first (a bracket inside a string is no nesting), then everything but the
+    brackets is dropped, then innermost pairs are removed ``max_depth`` times: whatever remains was deeper.
+    Each step is a C-speed regular-expression or translate pass.  Unbalanced text is left to the parser.
+    """
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if data.count(b"[") + data.count(b"{") <= max_depth:
+        return False
+    brackets = _JSON_STRING.sub(b'""', data).translate(None, _NOT_A_BRACKET)
+    for _ in range(max_depth):
+        brackets, removed = _INNERMOST.subn(b"", brackets)
+        if not brackets or not removed:
+            return False
+    return bool(brackets) and _INNERMOST.search(brackets) is not None
+
+
+def shown(value: object) -> object:
+    """``value`` as an error may echo it: a string truncated to :data:`ECHO_MAX_CHARS` with every lone surrogate
+    escaped (so the error itself can always be encoded); numbers and booleans as they are; anything else
+    ``None``."""
+    if isinstance(value, str):
+        text = value[:ECHO_MAX_CHARS] + ("…" if len(value) > ECHO_MAX_CHARS else "")
+        return text.encode("utf-8", "backslashreplace").decode("utf-8") if _BAD_TEXT.search(text) else text
+    if isinstance(value, bool | int | float):
+        return value if not isinstance(value, int) or INT64_MIN <= value <= INT64_MAX else None
+    return None
+
+
+def safe_text(value: str) -> str:
+    """``value`` with lone surrogates escaped, for messages that quote input."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8") if _BAD_TEXT.search(value) else value
+
+
+def check_text(value: object, field: str, *, max_length: int, allow_empty: bool = False) -> str:
+    """``value`` if it is a string within the policy and ``max_length``, else :class:`InvalidInputError`
+    naming the field and (escaped, truncated) the value."""
+    problem: str | None = None
+    if type(value) is not str:
+        problem = f"expected a string, got {type(value).__name__}"
+    elif not value and not allow_empty:
+        problem = "must not be empty"
+    elif len(value) > max_length:
+        problem = f"is {len(value)} characters; at most {max_length} are allowed"
+    else:
+        problem = text_problem(value)
+    if problem is not None:
+        echo = shown(value)
+        quoted = repr(echo) if echo is not None else safe_text(repr(value)[:ECHO_MAX_CHARS])
+        raise InvalidInputError(f"invalid {field} {quoted}: {problem}", field=field, value=echo)
+    return value  # type: ignore[return-value]
+
+
+def check_json(value: object, field: str, *, max_bytes: int = JSON_MAX_BYTES) -> None:
+    """:class:`InvalidInputError` naming the field unless ``value`` is a JSON value within the policy."""
+    problem = json_problem(value)
+    if problem is not None:
+        raise InvalidInputError(f"invalid {field}: {problem}", field=field, value=None)
+
+
+def check_json_size(text: str, field: str, *, max_bytes: int = JSON_MAX_BYTES) -> str:
+    """``text`` (a serialised document) if within ``max_bytes``, else :class:`InvalidInputError`."""
+    if len(text) > max_bytes:
+        raise InvalidInputError(f"invalid {field}: {len(text)} bytes as JSON; at most {max_bytes} are allowed",
+                                field=field, value=None)
+    return text
+
+
+def readable_object(text: str) -> dict[str, Any]:
+    """A stored JSON object as readers can always use it: :func:`repaired`, and wrapped in an object when what
+    is stored is not one (:data:`NOT_AN_OBJECT`) or not JSON at all (:data:`UNREADABLE`, its first characters)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {UNREADABLE: repaired(text[:ECHO_MAX_CHARS])}
+    fixed = repaired(value)
+    return fixed if isinstance(fixed, dict) else {NOT_AN_OBJECT: fixed}
+
+
+def repaired(value: Any, depth: int = 0) -> Any:
+    """A stored JSON value made readable whatever it holds: lone surrogates become U+FFFD, NUL stays (JSON can
+    carry it), anything deeper than :data:`JSON_MAX_DEPTH` becomes :data:`DEEP_MARK`.  Values within the policy
+    come back unchanged (the common case costs one scan)."""
+    if depth == 0 and json_problem(value) is None:
+        return value
+    if depth >= JSON_MAX_DEPTH and isinstance(value, dict | list):
+        return dict(DEEP_MARK)
+    if isinstance(value, str):
+        return _BAD_TEXT.sub(lambda m: m.group() if m.group() == "\x00" else REPAIRED_MARK, value)
+    if isinstance(value, dict):
+        return {repaired(k, depth + 1) if isinstance(k, str) else str(k): repaired(v, depth + 1)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [repaired(item, depth + 1) for item in value]
+    return value
