@@ -10,7 +10,8 @@ import sys
 import time
 
 from agentfy.events.event import DomainEvent
-from agentfy.events.outbox import BusSettings, claim
+from agentfy.events.outbox import claim
+from agentfy.events.settings import BusSettings
 from agentfy.events.worker import Worker
 from agentfy.identity import Scope
 from agentfy.store.db import Database, Tx
@@ -29,7 +30,7 @@ def main() -> None:
         print(f"claimed {len(held)}", flush=True)
         time.sleep(60)
         return
-    worker = Worker(db, {"test.happened": record}, name=name, batch_size=5)
+    worker = Worker(db, {"test.happened": record}, name=name, settings=BusSettings(batch_size=5))
     idle = 0
     while idle < 3:
         idle = idle + 1 if worker.run_once() == 0 else 0

@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from agentfy.events.outbox import publish, status_of
+from agentfy.events.admin import status_of
+from agentfy.events.outbox import publish
 from agentfy.store.db import Database
 from tests.conftest import _truncate_all
 from tests.store.helpers import count, new_tenant

@@ -7,7 +7,8 @@ import json
 from typer.testing import CliRunner
 
 from agentfy.cli import app
-from agentfy.events.outbox import publish, status_of
+from agentfy.events.admin import status_of
+from agentfy.events.outbox import publish
 from agentfy.events.worker import Worker
 from agentfy.store.db import Database
 from agentfy.store.migrate import upgrade
@@ -27,7 +28,9 @@ def test_dead_letters_are_listed_and_can_be_requeued(db_url: str) -> None:
         Worker(db, {"test.happened": lambda tx, scope, e: None}).run_once()
         result = runner.invoke(app, ["events", "dead-letters", "--database-url", db_url, "--json"])
         assert result.exit_code == 0
-        [dead] = json.loads(result.stdout)
+        page = json.loads(result.stdout)
+        [dead] = page["letters"]
+        assert page["next_cursor"] is None
         assert dead["id"] == event.id and "invalid agent_id 'goctech-leader'" in dead["last_error"]
         assert runner.invoke(app, ["events", "requeue", event.id, "--database-url", db_url]).exit_code == 0
         assert status_of(db, event.id) == ("pending", 0, None)
