@@ -82,7 +82,7 @@ def _later(seconds: float) -> str:
 
 def retry_delay(attempt: int, settings: BusSettings) -> float:
     """Seconds before attempt ``attempt + 1``: exponential, capped, shortened by up to ``backoff_jitter``."""
-    delay = min(settings.backoff_base_seconds * 2.0 ** min(attempt - 1, 62), settings.backoff_max_seconds)
+    delay = min(settings.backoff_base_seconds * 2.0 ** min(attempt - 1, 1023), settings.backoff_max_seconds)
     return delay * (1 - settings.backoff_jitter * _RANDOM.random())
 
 
