@@ -547,8 +547,9 @@ def _bus_settings(**options: float | int | None) -> BusSettings:
     try:
         return BusSettings(**{name: value for name, value in options.items() if value is not None})  # type: ignore[arg-type]
     except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'settings'} {e.get('input')!r}: {e['msg']}"
-                             for e in error.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])} {e.get('input')!r}: {e['msg']}" if e["loc"]
+            else str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
         raise _fail_usage(f"invalid event bus setting: {problems}") from None
 
 
@@ -624,15 +625,18 @@ def serve(
     import uvicorn  # noqa: PLC0415
 
     # The event bus settings reach the server processes (and their in-process workers) as $AGENTFY_EVENTS_*.
-    from agentfy.events.settings import as_environment  # noqa: PLC0415
+    from agentfy.events.settings import as_environment, default_settings  # noqa: PLC0415
     from agentfy.gateway.bootstrap import SIGNING_KEY_ENV, prepare, signing_secret  # noqa: PLC0415
     from agentfy.gateway.server import RUN_WORKERS_ENV  # noqa: PLC0415
 
+    # The event bus settings reach the server processes (and their in-process workers) as $AGENTFY_EVENTS_*;
+    # a bad one is refused before anything starts.
     os.environ.update(as_environment(_bus_settings(
         poll_seconds=poll, lease_seconds=lease_seconds, renew_seconds=renew_seconds,
         handler_timeout_seconds=handler_timeout, max_attempts=max_attempts, backoff_base_seconds=backoff_base,
         backoff_max_seconds=backoff_max, backoff_jitter=backoff_jitter, batch_size=batch_size,
         concurrency=concurrency, retention_days=retention_days)))
+    default_settings.cache_clear()  # with one server process this process serves too: read them again
     db = _open_database(database_url, migrated=False)
     if processes > 1 and db.dialect == "sqlite":
         db.dispose()

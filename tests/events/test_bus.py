@@ -9,8 +9,8 @@ import time
 import pytest
 
 from agentfy.events import admin
-from agentfy.events.event import DomainEvent, WireFormatError
 from agentfy.events.admin import dead_letters, status_of
+from agentfy.events.event import DomainEvent, WireFormatError
 from agentfy.events.handlers import DeterministicEventError
 from agentfy.events.outbox import Claim, LeaseLostError, claim, complete, publish
 from agentfy.events.settings import BusSettings

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agentfy.events.admin import dead_letters, status_of
 from agentfy.events.consolidation import (
     DREAMING_DUE,
     Consolidation,
@@ -27,7 +28,6 @@ from agentfy.events.consolidation import (
 )
 from agentfy.events.consolidation import episodic as episodic_module
 from agentfy.events.event import ENTITY_UPSERTED, EPISODIC_CREATED, SESSION_COMPLETED, DomainEvent
-from agentfy.events.admin import dead_letters, status_of
 from agentfy.events.handlers import AnyHandler as Handler
 from agentfy.events.outbox import claim, publish
 from agentfy.events.worker import Worker
