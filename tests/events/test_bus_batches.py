@@ -3,6 +3,7 @@ claimed alone, staged handlers, lease renewal, handler timeouts and a worker tha
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import Any
@@ -18,6 +19,7 @@ from agentfy.events.settings import BusSettings
 from agentfy.events.worker import Worker
 from agentfy.identity import Scope
 from agentfy.store.db import Database, Tx
+from agentfy.store.errors import StoreError
 from agentfy.store.repos import audit
 from tests.store.helpers import count, new_tenant
 
@@ -215,7 +217,8 @@ def test_a_staged_computation_runs_with_no_transaction_open(db: Database) -> Non
             started = time.monotonic()
             with db.transaction() as tx:
                 publish(tx, type="other.happened", tenant_id=acme.tenant_id, source_id="meanwhile")
-            seen.append(f"compute {inputs} in {threading.current_thread().name}, a write took "
+            thread = "a handler thread" if threading.current_thread().name.startswith("agentfy-handler") else "?"
+            seen.append(f"compute {inputs} in {thread}, a write took "
                         f"{'under' if time.monotonic() - started < 1 else 'over'} 1 s")
             return "result"
 
@@ -223,5 +226,30 @@ def test_a_staged_computation_runs_with_no_transaction_open(db: Database) -> Non
             seen.append(f"write {inputs} {result}")
 
     Worker(db, {"test.happened": fan_out(Probe(), record)}, settings=FAST).run_once()
-    assert seen == ["read", "compute inputs in agentfy-handler, a write took under 1 s", "write inputs result"]
+    assert seen == ["read", "compute inputs in a handler thread, a write took under 1 s", "write inputs result"]
     assert audited(db) == ["x"]
+
+
+def test_a_handler_that_breaks_the_transaction_fails_alone_in_the_end(db: Database) -> None:
+    """A handler that swallows a database error leaves the transaction unusable (PostgreSQL) or
+    uncommittable (SQLite): the whole batch fails, each event counts the attempt and is retried alone, so
+    the batch-mates get through and the culprit is dead-lettered at its limit."""
+    acme = new_tenant(db, "acme")
+    ids = publish_all(db, acme, ["a", "swallow", "b"])
+
+    def handler(tx: Tx, scope: Scope, event: DomainEvent) -> None:
+        if event.source_id == "swallow":
+            with contextlib.suppress(StoreError):  # the bug: the transaction is broken all the same
+                tx.execute("SELECT * FROM no_such_table")
+        record(tx, scope, event)
+
+    worker = Worker(db, {"test.happened": handler}, settings=FAST)
+    for _ in range(10):
+        try:
+            if not worker.run_once():
+                break
+        except StoreError:
+            continue  # the batch failed as a whole (run_forever logs and goes on)
+    assert audited(db) == ["a", "b"]
+    assert [status_of(db, i)[0] for i in ids] == ["done", "dead", "done"]  # type: ignore[index]
+    assert status_of(db, ids[1])[1] == 3  # type: ignore[index]

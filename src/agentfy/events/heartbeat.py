@@ -3,7 +3,9 @@
 The lease exists to detect a worker that stopped (its events are redelivered when it runs out); a worker
 that is merely slow must keep them.  A heartbeat thread renews the batch's leases every ``renew_interval``
 (a third of the lease by default, so two renewals may fail before the lease is at risk) until the worker
-has locked the events in its write transaction, from which point the lock protects them.
+has locked the events in its write transaction, from which point the lock protects them.  It is started
+only when the batch has work to do outside that transaction (a staged handler): a batch of plain handlers
+goes from its claim to its lock in milliseconds.
 
 A renewal that fails (the database is briefly unreachable) is logged and tried again at the next beat.
 """
@@ -25,7 +27,8 @@ logger: Final = logging.getLogger("agentfy.eventbus")
 
 
 class Heartbeat:
-    """``with Heartbeat(db, worker, event_ids, settings):`` renews the leases until :meth:`stop` or exit."""
+    """``with Heartbeat(db, worker, event_ids, settings) as beat:`` … ``beat.start()`` renews the leases
+    until :meth:`stop` or the end of the block."""
 
     def __init__(self, db: Database, worker: str, event_ids: Sequence[str], settings: BusSettings) -> None:
         self.db = db
@@ -37,8 +40,12 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._beat, name=f"agentfy-heartbeat-{worker}", daemon=True)
 
     def __enter__(self) -> Heartbeat:
-        self._thread.start()
         return self
+
+    def start(self) -> None:
+        """Start renewing (once; later calls do nothing)."""
+        if not self._thread.is_alive() and not self._stopped.is_set() and self._thread.ident is None:
+            self._thread.start()
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:

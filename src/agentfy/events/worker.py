@@ -8,10 +8,19 @@ One batch, step by step:
 3. **stage**: for each staged handler, ``read`` in a read-only transaction, then ``compute`` with no
    transaction open, bounded by ``handler_timeout_seconds`` (:mod:`agentfy.events.handlers`);
 4. **write**, one transaction for the whole batch: the events still held are locked (a lease lost meanwhile
-   drops out: its writes are never made), then each event's handler writes under a savepoint of its own —
-   a failure rolls back that event only, which is rescheduled (or dead-lettered) in the same transaction —
-   and the handled events are acknowledged together.  The handlers' writes commit exactly when their events
-   are marked ``done``: effects are exactly-once.
+   drops out: its writes are never made), each event's handler writes, and the handled events are marked
+   done in the same transaction — the handlers' writes commit exactly when their events are acknowledged:
+   effects are exactly-once.  A failing event rolls back alone and is rescheduled (or dead-lettered) in
+   that transaction: each event's writes run under a savepoint of their own.
+
+Savepoints are taken only once they are needed.  A savepoint costs two round trips per event on
+PostgreSQL, more than the rest of the bus's per-event cost (with them the worker reached 0.28x of a raw
+batched consumer, see ``docs/benchmarks.md``), and most batches have no failure.  So a batch is first
+written without savepoints (acknowledged up front, by the statement that locks it); if a handler fails,
+that transaction is rolled back — nothing of it was committed — and the batch is written again with a
+savepoint per event, where the event that failed is rescheduled without running again and its
+batch-mates run once more.  Handlers are transactional, so a write stage run twice (the first time rolled
+back) has its effects once; staged computations are not repeated.
 
 The tenant is parsed into a :class:`Scope` and the agent ID checked before any handler runs, so an event
 with a non-ID tenant or agent never reaches one (it is dead-lettered).  A worker asked to stop (``stop``
@@ -27,17 +36,18 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Final
 
 from agentfy.events import admin
-from agentfy.events.deadline import HandlerTimeoutError, WorkerStoppingError, run_with_deadline
+from agentfy.events.deadline import HandlerTimeoutError, StageRunner, WorkerStoppingError
 from agentfy.events.event import DomainEvent
 from agentfy.events.handlers import DETERMINISTIC_ERRORS, AnyHandler, Handler, StagedHandler
 from agentfy.events.heartbeat import Heartbeat
 from agentfy.events.logs import agent_keys, event_fields, log
-from agentfy.events.outbox import Claim, acknowledge, claim, lock_held, release, reschedule
+from agentfy.events.outbox import Claim, acknowledge, claim, fail_batch, lock_held, release, reschedule
 from agentfy.events.settings import BusSettings, resolve
 from agentfy.identity import Scope, parse_id
 from agentfy.identity.context import RequestContext, use
@@ -48,6 +58,8 @@ logger: Final = logging.getLogger("agentfy.eventbus")
 _names = itertools.count(1)
 #: How often a running worker deletes handled events older than the retention period.
 PRUNE_EVERY_SECONDS: Final = 3600.0
+#: How often a busy worker sweeps expired leases and looks for suspects (an idle one does it every poll).
+SWEEP_EVERY_SECONDS: Final = 1.0
 
 
 def default_worker_name() -> str:
@@ -67,11 +79,17 @@ def route(event: DomainEvent) -> Scope:
 
 @dataclass(frozen=True)
 class _Staged:
-    """What the stage step produced for one event: ``inputs`` and ``result``, or ``error``."""
+    """What the stage step produced for one event: its ``scope`` (and for a staged handler ``inputs`` and
+    ``result``), or the ``error`` that failed it before its write stage."""
 
+    scope: Scope | None = None
     inputs: Any = None
     result: Any = None
     error: Exception | None = None
+
+
+class _RetryWithSavepoints(Exception):
+    """A handler failed in a batch written without savepoints: roll it back and write it with them."""
 
 
 @dataclass(frozen=True)
@@ -102,10 +120,18 @@ class Worker:
         self._staged: dict[str, StagedHandler[Any, Any]] = {
             event_type: handler for event_type, handler in self.handlers.items() if isinstance(handler, StagedHandler)}
         self._last_prune = 0.0
+        self._last_sweep = -SWEEP_EVERY_SECONDS
+        self._stages = StageRunner(f"agentfy-handler-{self.name}")
 
     def run_once(self) -> int:
         """Claim one batch and handle it; the number of events claimed (0: nothing was due)."""
-        batch = claim(self.db, self.name, self.handlers, settings=self.settings)
+        sweep = time.monotonic() - self._last_sweep >= SWEEP_EVERY_SECONDS
+        batch = claim(self.db, self.name, self.handlers, settings=self.settings, sweep=sweep)
+        if not batch and not sweep:  # before saying nothing is due, look at expired leases and suspects too
+            sweep = True
+            batch = claim(self.db, self.name, self.handlers, settings=self.settings, sweep=True)
+        if sweep:
+            self._last_sweep = time.monotonic()
         if batch:
             self.handle_batch(batch)
         return len(batch)
@@ -128,92 +154,126 @@ class Worker:
                 self.stop.wait(self.settings.poll_seconds)
 
     def handle_batch(self, batch: Sequence[Claim]) -> list[Outcome]:
-        """Stage and write ``batch`` (claimed by this worker); see the module docstring.  If anything
-        escapes (the database failed, the process is interrupted), the events not yet written are given back
-        before the exception propagates, so none stays claimed."""
-        settled = False
+        """Stage and write ``batch`` (claimed by this worker); see the module docstring.
+
+        Nothing stays claimed when something escapes: an interruption (Ctrl-C) gives the events back
+        unhandled; a failure of the batch as a whole (its transaction could not commit) counts as a failed
+        attempt of each event, which is then retried alone, so one event that breaks the transaction cannot
+        fail its batch-mates for ever.
+        """
         try:
             with Heartbeat(self.db, self.name, [c.event.id for c in batch], self.settings) as heartbeat:
-                staged = self._stage(batch)
+                staged = self._stage(batch, heartbeat)
                 outcomes = self._write(batch, staged, heartbeat)
-            settled = True
-        finally:
-            if not settled:
-                self._give_back(batch)
+        except Exception as error:
+            reason = f"{type(error).__name__}: {error}"
+            self._settle(batch, lambda: fail_batch(self.db, batch, reason, settings=self.settings))
+            raise
+        except BaseException:
+            self._settle(batch, lambda: release(self.db, self.name, [c.event.id for c in batch]))
+            raise
         self._log(outcomes)
         return outcomes
 
-    # -- stage: read, then compute outside any transaction -------------------------------------------------
-    def _stage(self, batch: Sequence[Claim]) -> dict[str, _Staged | None]:
-        """``event ID → _Staged`` for staged handlers; ``None`` for an event to give back (stopping)."""
+    # -- stage: IDs for every event; read, then compute outside any transaction, for staged handlers --------
+    def _stage(self, batch: Sequence[Claim], heartbeat: Heartbeat) -> dict[str, _Staged | None]:
+        """``event ID → _Staged``; ``None`` for an event to give back (the worker is stopping)."""
         staged: dict[str, _Staged | None] = {}
+        routes: dict[tuple[str, str | None], Scope] = {}  # a batch's events often share tenant and agent
         for held in batch:
+            event = held.event
             if self.stop.is_set():
-                staged[held.event.id] = None
+                staged[event.id] = None
                 continue
-            handler = self._staged.get(held.event.type)
-            if handler is None:
-                continue  # a plain handler: it runs in the write transaction
             try:
-                staged[held.event.id] = self._prepare(handler, held.event)
+                scope = routes.get((event.tenant_id, event.agent_id)) or route(event)
+            except Exception as error:
+                staged[event.id] = _Staged(error=error)
+                continue
+            routes[(event.tenant_id, event.agent_id)] = scope
+            handler = self._staged.get(event.type)
+            if handler is None:
+                staged[event.id] = _Staged(scope)  # a plain handler: it runs in the write transaction
+                continue
+            heartbeat.start()  # the batch may now wait longer than its lease: keep renewing it
+            try:
+                staged[event.id] = self._prepare(handler, scope, event)
             except WorkerStoppingError:
-                staged[held.event.id] = None
+                staged[event.id] = None
         return staged
 
-    def _prepare(self, handler: StagedHandler[Any, Any], event: DomainEvent) -> _Staged:
+    def _prepare(self, handler: StagedHandler[Any, Any], scope: Scope, event: DomainEvent) -> _Staged:
         try:
-            scope = route(event)
             with use(RequestContext(tenant_id=scope.tenant_id)):
                 with self.db.transaction(write=False) as tx:
                     inputs = handler.read(tx, scope, event)
-                result = run_with_deadline(lambda: handler.compute(inputs), self.settings.handler_timeout_seconds,
-                                           self.stop)
+                result = self._stages.run(lambda: handler.compute(inputs), self.settings.handler_timeout_seconds,
+                                          self.stop)
         except WorkerStoppingError:
             raise
         except Exception as error:
             return _Staged(error=error)
-        return _Staged(inputs, result)
+        return _Staged(scope, inputs, result)
 
-    # -- write: one transaction, a savepoint per event ---------------------------------------------------------
+    # -- write: one transaction, a savepoint per event (once one fails) ----------------------------------------
     def _write(self, batch: Sequence[Claim], staged: Mapping[str, _Staged | None],
                heartbeat: Heartbeat) -> list[Outcome]:
-        outcomes: list[Outcome] = []
-        handled: list[Claim] = []
-        given_back = [c.event.id for c in batch if c.event.id in staged and staged[c.event.id] is None]
-        with self.db.transaction() as tx:
-            held = lock_held(tx, self.name, [c.event.id for c in batch if c.event.id not in given_back])
-            heartbeat.stop()  # the lock protects them from here on
-            for item in batch:
-                event_id = item.event.id
-                if event_id in given_back:
-                    outcomes.append(Outcome(item, "released"))
-                elif event_id not in held:
-                    outcomes.append(Outcome(item, "lost", "the lease ran out and another worker took the event"))
-                else:
-                    failure = self._apply(tx, item, staged.get(event_id))
-                    if failure is None:
-                        handled.append(item)
-                        outcomes.append(Outcome(item, "done"))
-                    else:
-                        reason = f"{type(failure).__name__}: {failure}"
-                        status = reschedule(tx, item, reason, retry=not isinstance(failure, DETERMINISTIC_ERRORS),
-                                            settings=self.settings)
-                        outcomes.append(Outcome(item, status, reason))
-            if acknowledge(tx, self.name, [c.event.id for c in handled]) != len(handled):
-                raise RuntimeError("an event locked by this worker could not be acknowledged")  # never expected
+        given_back = [c.event.id for c in batch if staged.get(c.event.id) is None]
+        failed: dict[str, Exception] = {}  # what failed without savepoints: not run again with them
+        try:
+            outcomes = self._write_batch(batch, staged, heartbeat, failed)
+        except _RetryWithSavepoints:
+            outcomes = self._write_batch(batch, staged, heartbeat, failed, savepoints=True)
         release(self.db, self.name, given_back)
         return outcomes
 
-    def _apply(self, tx: Tx, held: Claim, staged: _Staged | None) -> Exception | None:
-        """Run one event's writes under its savepoint; the exception that rolled them back, or ``None``."""
-        if staged is not None and staged.error is not None:
-            return staged.error
-        event = held.event
+    def _write_batch(self, batch: Sequence[Claim], staged: Mapping[str, _Staged | None], heartbeat: Heartbeat,
+                     failed: dict[str, Exception], *, savepoints: bool = False) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        with self.db.transaction() as tx:
+            runnable = [c.event.id for c in batch if (s := staged.get(c.event.id)) is not None and s.error is None]
+            # Without savepoints the batch is acknowledged first: the statement that locks the events marks
+            # them done, and a failure rolls that back with everything else.  With them, lock, then
+            # acknowledge what succeeded.
+            held = lock_held(tx, self.name, runnable) if savepoints else acknowledge(tx, self.name, runnable)
+            heartbeat.stop()  # the lock protects them from here on
+            handled: list[str] = []
+            for item in batch:
+                prepared = staged.get(item.event.id)
+                if prepared is None:
+                    outcomes.append(Outcome(item, "released"))
+                    continue
+                failure = prepared.error or failed.get(item.event.id)
+                if failure is None and item.event.id not in held:
+                    outcomes.append(Outcome(item, "lost", "the lease ran out and another worker took the event"))
+                    continue
+                if failure is None:
+                    failure = self._apply(tx, item.event, prepared, savepoint=savepoints)
+                    if failure is None:
+                        handled.append(item.event.id)
+                        outcomes.append(Outcome(item, "done"))
+                        continue
+                    if not savepoints:
+                        failed[item.event.id] = failure
+                        raise _RetryWithSavepoints()  # rolls this transaction back: nothing of it is kept
+                reason = f"{type(failure).__name__}: {failure}"
+                status = reschedule(tx, item, reason, retry=not isinstance(failure, DETERMINISTIC_ERRORS),
+                                    settings=self.settings)
+                outcomes.append(Outcome(item, status, reason if status != "lost" else None))
+            if savepoints and acknowledge(tx, self.name, handled) != set(handled):
+                raise RuntimeError("an event locked by this worker could not be acknowledged")  # never expected
+        return outcomes
+
+    def _apply(self, tx: Tx, event: DomainEvent, prepared: _Staged, *, savepoint: bool) -> Exception | None:
+        """Run one event's writes (under a savepoint of its own with ``savepoint``); the exception that failed
+        them, or ``None``."""
+        scope = prepared.scope
+        assert scope is not None  # an event whose IDs were refused never gets here
         try:
-            scope = route(event)
-            with use(RequestContext(tenant_id=scope.tenant_id)), tx.savepoint():
+            with use(RequestContext(tenant_id=scope.tenant_id)), tx.savepoint() if savepoint else nullcontext():
+                staged = self._staged.get(event.type)
                 if staged is not None:
-                    self._staged[event.type].write(tx, scope, event, staged.inputs, staged.result)
+                    staged.write(tx, scope, event, prepared.inputs, prepared.result)
                 else:
                     self._run_plain(self.handlers[event.type], tx, scope, event)  # type: ignore[arg-type]
         except Exception as error:
@@ -227,11 +287,11 @@ class Worker:
             raise HandlerTimeoutError(self.settings.handler_timeout_seconds)  # its writes roll back
 
     # -- giving back, logging, pruning ---------------------------------------------------------------------------
-    def _give_back(self, batch: Sequence[Claim]) -> None:
+    def _settle(self, batch: Sequence[Claim], settle: Callable[[], object]) -> None:
         try:
-            release(self.db, self.name, [c.event.id for c in batch])
+            settle()
         except Exception as error:  # the database is gone too: the leases will run out instead
-            log(logger, logging.ERROR, "eventbus.release_failed",
+            log(logger, logging.ERROR, "eventbus.settle_failed",
                 {"worker": self.name, "events": len(batch), "reason": f"{type(error).__name__}: {error}"})
 
     def _log(self, outcomes: Sequence[Outcome]) -> None:
