@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import sqlalchemy as sa
 import typer
@@ -545,7 +545,8 @@ def _bus_settings(**options: float | int | None) -> BusSettings:
     from pydantic import ValidationError  # noqa: PLC0415
 
     try:
-        return BusSettings(**{name: value for name, value in options.items() if value is not None})  # type: ignore[arg-type]
+        given: dict[str, Any] = {name: value for name, value in options.items() if value is not None}
+        return BusSettings(**given)
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])} {e.get('input')!r}: {e['msg']}" if e["loc"]

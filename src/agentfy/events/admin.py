@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from agentfy.events import counters
 from agentfy.events.event import DomainEvent
-from agentfy.events.outbox import event_of
+from agentfy.events.outbox import event_of, stamp_in
 from agentfy.identity import parse_id
 from agentfy.store.db import Database, Sql, now
 from agentfy.store.errors import InvalidInputError
@@ -29,12 +29,8 @@ PRUNE_BATCH: Final = 5000
 MAX_PAGE: Final = 1000
 
 
-def _stamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-
-
 def _ago(delta: timedelta) -> str:
-    return _stamp(datetime.now(UTC) - delta)
+    return stamp_in(-delta.total_seconds())
 
 
 def _age_seconds(stamp: str | None) -> float | None:

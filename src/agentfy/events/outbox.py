@@ -72,12 +72,10 @@ class LeaseLostError(StoreError):
         self.event_id = event_id
 
 
-def _stamp(moment: datetime) -> str:
+def stamp_in(seconds: float) -> str:
+    """The store's timestamp ``seconds`` from now (negative: ago), as ``available_at`` and the others hold it."""
+    moment = datetime.now(UTC) + timedelta(seconds=seconds)
     return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-
-
-def _later(seconds: float) -> str:
-    return _stamp(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
 def retry_delay(attempt: int, settings: BusSettings) -> float:
@@ -143,22 +141,20 @@ def _claim(dialect: str, *, suspects: bool) -> sa.ClauseElement:
             .returning(*_RETURNED))
 
 
+def _mine(dialect: str) -> sa.ColumnElement[bool]:
+    """The events of ``:ids`` that ``:worker`` still holds."""
+    return sa.and_(_T.id.in_(json_values("ids", dialect)), _T.claimed_by == sa.bindparam("worker"),
+                   _T.status == "processing")
+
+
 def _renew(dialect: str) -> sa.ClauseElement:
-    mine = sa.select(_T.id).where(_T.id.in_(json_values("ids", dialect)), _T.claimed_by == sa.bindparam("worker"),
-                                  _T.status == "processing")
-    return (sa.update(event_outbox).where(_T.id.in_(_locked(mine, dialect).scalar_subquery()))
-            .values(claimed_until=sa.bindparam("until")))
+    mine = _locked(sa.select(_T.id).where(_mine(dialect)), dialect)
+    return sa.update(event_outbox).where(_T.id.in_(mine.scalar_subquery())).values(claimed_until=sa.bindparam("until"))
 
 
 def _held(dialect: str) -> sa.ClauseElement:
-    mine = sa.select(_T.id).where(_T.id.in_(json_values("ids", dialect)), _T.claimed_by == sa.bindparam("worker"),
-                                  _T.status == "processing")
+    mine = sa.select(_T.id).where(_mine(dialect))
     return mine.with_for_update() if dialect == "postgresql" else mine
-
-
-def _mine(dialect: str) -> sa.ColumnElement[bool]:
-    return sa.and_(_T.id.in_(json_values("ids", dialect)), _T.claimed_by == sa.bindparam("worker"),
-                   _T.status == "processing")
 
 
 _NO_FLUSH: Final = "SET LOCAL synchronous_commit = off"
@@ -251,7 +247,7 @@ def claim(db: Database, worker: str, types: Iterable[str], *, limit: int | None 
     does them about once a second rather than per batch, since leases run out in tens of seconds anyway.
     """
     bus = resolve(settings)
-    params = {"worker": worker, "types": json_list(types), "until": _later(bus.lease_seconds),
+    params = {"worker": worker, "types": json_list(types), "until": stamp_in(bus.lease_seconds),
               "limit": bus.batch_size if limit is None else limit}
     dead: list[tuple[DomainEvent, int, str]] = []
     with db.transaction() as tx:
@@ -276,7 +272,7 @@ def renew(db: Database, worker: str, event_ids: Sequence[str], settings: BusSett
     with db.transaction() as tx:
         _lease_only(tx)
         return int(tx.execute(_RENEW, {"ids": json_list(event_ids), "worker": worker,
-                                       "until": _later(bus.lease_seconds)}).rowcount)
+                                       "until": stamp_in(bus.lease_seconds)}).rowcount)
 
 
 def lock_held(tx: Tx, worker: str, event_ids: Sequence[str]) -> set[str]:
@@ -311,7 +307,7 @@ def reschedule(tx: Tx, held: Claim, error: str, *, retry: bool, settings: BusSet
     status = "dead" if dead else "pending"
     changed = tx.execute(_RESCHEDULE, {
         "id": held.event.id, "worker": held.worker, "status": status, "error": error[:_MAX_ERROR],
-        "available_at": _later(0 if dead else retry_delay(held.attempt, bus)), "finished_at": now() if dead else None,
+        "available_at": stamp_in(0 if dead else retry_delay(held.attempt, bus)), "finished_at": now() if dead else None,
         "stops": 1 if suspect else 0,
     }).rowcount
     if changed != 1:

@@ -117,9 +117,14 @@ class Worker:
         self.name = name or default_worker_name()
         self.settings = resolve(settings)
         self.stop = threading.Event()
-        self._staged: dict[str, StagedHandler[Any, Any]] = {
-            event_type: handler for event_type, handler in self.handlers.items() if isinstance(handler, StagedHandler)}
-        self._last_prune = 0.0
+        self._staged: dict[str, StagedHandler[Any, Any]] = {}
+        self._plain: dict[str, Handler] = {}
+        for event_type, handler in self.handlers.items():
+            if isinstance(handler, StagedHandler):
+                self._staged[event_type] = handler
+            else:
+                self._plain[event_type] = handler
+        self._last_prune = -PRUNE_EVERY_SECONDS
         self._last_sweep = -SWEEP_EVERY_SECONDS
         self._stages = StageRunner(f"agentfy-handler-{self.name}")
 
@@ -275,7 +280,7 @@ class Worker:
                 if staged is not None:
                     staged.write(tx, scope, event, prepared.inputs, prepared.result)
                 else:
-                    self._run_plain(self.handlers[event.type], tx, scope, event)  # type: ignore[arg-type]
+                    self._run_plain(self._plain[event.type], tx, scope, event)
         except Exception as error:
             return error
         return None
