@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
-import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import sqlalchemy as sa
 import typer
@@ -21,7 +19,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from agentfy.cutover.detect import LegacyDatabaseError
-from agentfy.events.outbox import dead_letters, requeue_dead_letter
+from agentfy.events import admin
+from agentfy.events.settings import BusSettings
 from agentfy.gateway.bootstrap import refuse_a_legacy_database
 from agentfy.ids import (
     ID_ENTITIES,
@@ -59,7 +58,8 @@ db_app = typer.Typer(
 )
 app.add_typer(db_app, name="db")
 
-events_app = typer.Typer(help="The durable event bus: dead letters and requeues.", no_args_is_help=True)
+events_app = typer.Typer(help="The durable event bus: stats, dead letters, requeues and pruning.",
+                         no_args_is_help=True)
 app.add_typer(events_app, name="events")
 admin_app = typer.Typer(help="Platform administration: the platform-admin API key.", no_args_is_help=True)
 app.add_typer(admin_app, name="admin")
@@ -339,48 +339,164 @@ def db_scan(
     raise typer.Exit(1 if findings else 0)
 
 
+def _dead_letter_filter(*, event_type: str | None, reason: str | None, tenant: str | None, older_than: str | None,
+                        newer_than: str | None, event_id: str | None = None) -> admin.DeadLetterFilter:
+    """The filter of the options, or a usage error (exit 2) naming the bad value."""
+    try:
+        return admin.DeadLetterFilter(
+            event_type=event_type, reason=reason, tenant_id=tenant, event_id=event_id,
+            older_than=admin.parse_age(older_than, field="--older-than") if older_than is not None else None,
+            newer_than=admin.parse_age(newer_than, field="--newer-than") if newer_than is not None else None)
+    except ValueError as error:  # InvalidIdError, InvalidInputError
+        raise _fail_usage(str(error)) from None
+
+
+TypeFilter = Annotated[str | None, typer.Option("--type", help="Only events of this type (exact).")]
+ReasonFilter = Annotated[str | None, typer.Option(help="Only those whose last error contains this (any case).")]
+TenantFilter = Annotated[str | None, typer.Option(help="Only events of this tenant (an org-… ID).")]
+OlderFilter = Annotated[str | None, typer.Option(help="Only those dead-lettered at least this long ago (90s, 15m, "
+                                                      "2h, 3d, 1w).")]
+NewerFilter = Annotated[str | None, typer.Option(help="Only those dead-lettered at most this long ago.")]
+
+
 @events_app.command("dead-letters")
 def events_dead_letters(
     database_url: DatabaseUrlOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print them as JSON.")] = False,
+    event_type: TypeFilter = None,
+    reason: ReasonFilter = None,
+    tenant: TenantFilter = None,
+    older_than: OlderFilter = None,
+    newer_than: NewerFilter = None,
+    limit: Annotated[int, typer.Option(min=1, max=admin.MAX_PAGE, help="Events per page.")] = 50,
+    after: Annotated[str | None, typer.Option(help="The cursor printed after the previous page.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the page as JSON: {letters, next_cursor}.")] = False,
 ) -> None:
-    """List events that were given up on (after their last attempt, or at once for an invalid ID)."""
+    """List events that were given up on, oldest first, a page at a time (after their last attempt, at once
+    for an invalid ID, or after their worker kept stopping)."""
+    selection = _dead_letter_filter(event_type=event_type, reason=reason, tenant=tenant, older_than=older_than,
+                                    newer_than=newer_than)
     db = _open_database(database_url)
     try:
-        dead = dead_letters(db)
+        page = admin.dead_letters(db, selection, limit=limit, cursor=after)
+    except ValueError as error:  # a cursor this command did not print
+        raise _fail_usage(str(error)) from None
     finally:
         db.dispose()
     if as_json:
-        out.print_json(json.dumps([{"id": d.event.id, "type": d.event.type, "tenant_id": d.event.tenant_id,
-                                    "agent_id": d.event.agent_id, "source_id": d.event.source_id,
-                                    "attempts": d.attempts, "last_error": d.last_error,
-                                    "finished_at": d.finished_at} for d in dead]))
+        out.print_json(json.dumps({"letters": [
+            {"id": d.event.id, "type": d.event.type, "tenant_id": d.event.tenant_id, "agent_id": d.event.agent_id,
+             "source_id": d.event.source_id, "attempts": d.attempts, "last_error": d.last_error,
+             "finished_at": d.finished_at} for d in page.letters], "next_cursor": page.next_cursor}))
         return
-    if not dead:
-        out.print("no dead letters")
+    if not page.letters:
+        out.print("no dead letters" + (" match" if selection.shape() else ""))
         return
-    table = Table("event", "type", "tenant", "agent", "attempts", "last error")
-    for d in dead:
+    table = Table("event", "type", "tenant", "agent", "attempts", "dead since", "last error")
+    for d in page.letters:
         table.add_row(d.event.id, d.event.type, d.event.tenant_id, d.event.agent_id or "", str(d.attempts),
-                      d.last_error or "")
+                      d.finished_at or "", d.last_error or "")
     out.print(table)
+    if page.next_cursor:
+        out.print(f"more: --after {page.next_cursor}", highlight=False, soft_wrap=True)
 
 
 @events_app.command("requeue")
 def events_requeue(
-    event_id: Annotated[str, typer.Argument(help="The dead event's ID (domain-event-…).")],
+    event_id: Annotated[str | None, typer.Argument(help="One dead event's ID (domain-event-…).")] = None,
     database_url: DatabaseUrlOption = None,
+    event_type: TypeFilter = None,
+    reason: ReasonFilter = None,
+    tenant: TenantFilter = None,
+    older_than: OlderFilter = None,
+    newer_than: NewerFilter = None,
+    requeue_all: Annotated[bool, typer.Option("--all", help="Every dead letter (needed when no ID or filter "
+                                                           "is given).")] = False,
 ) -> None:
-    """Give a dead event a fresh set of attempts, once its cause is fixed; exit 1 if it is not dead."""
-    if not is_id(event_id, "domain-event"):
+    """Give dead events a fresh set of attempts once their cause is fixed: one by ID, or every one matching the
+    filters; exit 1 if none matched."""
+    if event_id is not None and not is_id(event_id, "domain-event"):
         raise _fail_usage(f"{event_id!r} is not an event ID (expected domain-event-<adjective>-<noun>-<suffix>)")
+    selection = _dead_letter_filter(event_type=event_type, reason=reason, tenant=tenant, older_than=older_than,
+                                    newer_than=newer_than, event_id=event_id)
+    if not selection.shape() and not requeue_all:
+        raise _fail_usage("name an event ID, give a filter (--type, --reason, --tenant, --older-than, --newer-than) "
+                          "or pass --all to requeue every dead letter")
     db = _open_database(database_url)
     try:
-        requeued = requeue_dead_letter(db, event_id)
+        requeued = admin.requeue(db, selection)
     finally:
         db.dispose()
-    out.print(f"requeued {event_id}" if requeued else f"{event_id} is not a dead letter", highlight=False)
+    if event_id is not None and not requeued:
+        out.print(f"{event_id} is not a dead letter" + (" matching the filters" if len(selection.shape()) > 1 else ""),
+                  highlight=False)
+    else:
+        out.print(f"requeued {event_id}" if event_id is not None else f"requeued {requeued} dead letters",
+                  highlight=False)
     raise typer.Exit(0 if requeued else 1)
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds:.1f}s"
+
+
+@events_app.command("stats")
+def events_stats(
+    database_url: DatabaseUrlOption = None,
+    days: Annotated[int, typer.Option(min=1, max=366, help="Days of durable counters to show.")] = 7,
+    as_json: Annotated[bool, typer.Option("--json", help="Print them as JSON.")] = False,
+) -> None:
+    """The outbox now (lag: due and waiting; pending; processing; dead; handled and kept; the oldest due
+    event's age) and the durable counters per UTC day (observer warnings, dead letters)."""
+    db = _open_database(database_url)
+    try:
+        stats = admin.stats(db, days=days)
+    finally:
+        db.dispose()
+    if as_json:
+        out.print_json(json.dumps(stats.as_dict()))
+        return
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    for label, value in (("lag (due, waiting)", str(stats.lag)), ("pending (incl. delayed)", str(stats.pending)),
+                         ("processing", str(stats.processing)), ("dead", str(stats.dead)),
+                         ("done (kept)", str(stats.done)),
+                         ("oldest pending age", _age(stats.oldest_pending_age_seconds))):
+        table.add_row(label, value)
+    out.print(table)
+    if not stats.daily:
+        out.print(f"no warnings or dead letters in the last {days} days")
+        return
+    names = sorted({name for counts in stats.daily.values() for name in counts})
+    per_day = Table("day (UTC)", *names)
+    for day, counts in sorted(stats.daily.items()):
+        per_day.add_row(day, *(str(counts.get(name, 0)) for name in names))
+    out.print(per_day)
+
+
+@events_app.command("prune")
+def events_prune(
+    database_url: DatabaseUrlOption = None,
+    older_than_days: Annotated[float | None, typer.Option(
+        help="Delete events handled more than this many days ago (default: the retention_days setting, "
+             "$AGENTFY_EVENTS_RETENTION_DAYS).")] = None,
+) -> None:
+    """Delete handled events past their retention now (workers also do it hourly). Dead letters and
+    unhandled events are kept."""
+    days = older_than_days if older_than_days is not None else _bus_settings().retention_days
+    if days < 0:
+        raise _fail_usage(f"--older-than-days {days!r} must not be negative")
+    db = _open_database(database_url)
+    try:
+        deleted = admin.prune(db, older_than_days=days)
+    finally:
+        db.dispose()
+    out.print(f"pruned {deleted} events handled more than {days:g} days ago", highlight=False)
 
 
 @cutover_app.command("run")
@@ -476,12 +592,62 @@ def admin_rotate_key(database_url: DatabaseUrlOption = None) -> None:
               highlight=False, soft_wrap=True)
 
 
+# The bus settings as options of `worker` and `serve`; unset ones come from $AGENTFY_EVENTS_* or the defaults.
+LeaseOption = Annotated[float | None, typer.Option(
+    "--lease-seconds", help="Seconds a claim is held without renewal [default: 60].", show_default=False)]
+RenewOption = Annotated[float | None, typer.Option(
+    "--renew-seconds", help="Seconds between lease renewals [default: a third of the lease].", show_default=False)]
+TimeoutOption = Annotated[float | None, typer.Option(
+    "--handler-timeout", help="Seconds an attempt may take before it fails [default: 300].", show_default=False)]
+AttemptsOption = Annotated[int | None, typer.Option(
+    "--max-attempts", help="Deliveries before an event is dead-lettered [default: 5].", show_default=False)]
+BackoffOption = Annotated[float | None, typer.Option(
+    "--backoff-base", help="Seconds before the first retry, doubled each time [default: 1].", show_default=False)]
+BackoffMaxOption = Annotated[float | None, typer.Option(
+    "--backoff-max", help="Longest wait between retries, in seconds [default: 300].", show_default=False)]
+JitterOption = Annotated[float | None, typer.Option(
+    "--backoff-jitter", help="Share (0-1) of a retry's wait cut at random [default: 0.5].", show_default=False)]
+BatchOption = Annotated[int | None, typer.Option(
+    "--batch-size", help="Events claimed and acknowledged together [default: 20].", show_default=False)]
+ConcurrencyOption = Annotated[int | None, typer.Option(
+    "--concurrency", help="Worker threads in this process [default: 1].", show_default=False)]
+PollOption = Annotated[float | None, typer.Option(
+    "--poll", help="Seconds between polls when idle [default: 0.5].", show_default=False)]
+RetentionOption = Annotated[float | None, typer.Option(
+    "--retention-days", help="Days handled events are kept; 0 keeps them [default: 7].", show_default=False)]
+
+
+def _bus_settings(**options: float | int | None) -> BusSettings:
+    """The bus settings: ``options`` given on the command line over $AGENTFY_EVENTS_* over the defaults; a
+    bad value is a usage error (exit 2) naming the setting and the value."""
+    from pydantic import ValidationError  # noqa: PLC0415
+
+    try:
+        given: dict[str, Any] = {name: value for name, value in options.items() if value is not None}
+        return BusSettings(**given)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])} {e.get('input')!r}: {e['msg']}" if e["loc"]
+            else str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
+        raise _fail_usage(f"invalid event bus setting: {problems}") from None
+
+
 @app.command("worker")
 def worker(
     *,
     database_url: DatabaseUrlOption = None,
     once: Annotated[bool, typer.Option("--once", help="Handle what is due now, then exit.")] = False,
-    poll: Annotated[float, typer.Option(min=0.05, help="Seconds between polls when idle.")] = 0.5,
+    poll: PollOption = None,
+    lease_seconds: LeaseOption = None,
+    renew_seconds: RenewOption = None,
+    handler_timeout: TimeoutOption = None,
+    max_attempts: AttemptsOption = None,
+    backoff_base: BackoffOption = None,
+    backoff_max: BackoffMaxOption = None,
+    backoff_jitter: JitterOption = None,
+    batch_size: BatchOption = None,
+    concurrency: ConcurrencyOption = None,
+    retention_days: RetentionOption = None,
     pool_size: PoolSizeOption = None,
     pool_overflow: PoolOverflowOption = None,
     pool_timeout: PoolTimeoutOption = None,
@@ -489,23 +655,26 @@ def worker(
     """Run the consolidation workers (episodic, semantic, dreaming, dedup) as a separate process.
 
     Any number of worker processes may share one PostgreSQL database (events are claimed with FOR UPDATE
-    SKIP LOCKED); on SQLite, claims are serialised. Stops cleanly on Ctrl-C or SIGTERM.
+    SKIP LOCKED); on SQLite, claims are serialised. Every setting can also come from $AGENTFY_EVENTS_<NAME>
+    (e.g. AGENTFY_EVENTS_LEASE_SECONDS). Ctrl-C and SIGTERM stop cleanly: what is finished is written, the
+    rest is given back; a second Ctrl-C quits at once.
     """
     from agentfy.events.consolidation import handlers  # noqa: PLC0415 - only the worker needs them
-    from agentfy.events.worker import Worker  # noqa: PLC0415
+    from agentfy.events.runner import run_until_signalled  # noqa: PLC0415
 
+    settings = _bus_settings(
+        poll_seconds=poll, lease_seconds=lease_seconds, renew_seconds=renew_seconds,
+        handler_timeout_seconds=handler_timeout, max_attempts=max_attempts, backoff_base_seconds=backoff_base,
+        backoff_max_seconds=backoff_max, backoff_jitter=backoff_jitter, batch_size=batch_size,
+        concurrency=concurrency, retention_days=retention_days)
     db = _open_database(database_url, pool=_pool_settings(pool_size, pool_overflow, pool_timeout))
-    runner = Worker(db, handlers())
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    err.print(f"worker {runner.name} on {db.display_url}: {', '.join(sorted(runner.handlers))}", highlight=False)
+    pipeline = handlers()
+    err.print(f"worker x{1 if once else settings.concurrency} on {db.display_url}: {', '.join(sorted(pipeline))} "
+              f"(lease {settings.lease_seconds:g} s, batch {settings.batch_size}, "
+              f"{settings.max_attempts} attempts)", highlight=False, soft_wrap=True)
     try:
-        if once:
-            while runner.run_once():
-                pass
-        else:
-            runner.run_forever(stop, poll_seconds=poll)
-    except KeyboardInterrupt:
+        run_until_signalled(db, pipeline, settings=settings, once=once)
+    except KeyboardInterrupt:  # the second Ctrl-C
         pass
     finally:
         db.dispose()
@@ -524,6 +693,17 @@ def serve(
     pool_size: PoolSizeOption = None,
     pool_overflow: PoolOverflowOption = None,
     pool_timeout: PoolTimeoutOption = None,
+    poll: PollOption = None,
+    lease_seconds: LeaseOption = None,
+    renew_seconds: RenewOption = None,
+    handler_timeout: TimeoutOption = None,
+    max_attempts: AttemptsOption = None,
+    backoff_base: BackoffOption = None,
+    backoff_max: BackoffMaxOption = None,
+    backoff_jitter: JitterOption = None,
+    batch_size: BatchOption = None,
+    concurrency: ConcurrencyOption = None,
+    retention_days: RetentionOption = None,
 ) -> None:
     """Serve the HTTP and WebSocket API: migrate, create the platform organization, print a one-time admin
     key on the first start (or adopt $AGENTFY_ADMIN_API_KEY), run the event workers, and serve.
@@ -533,10 +713,20 @@ def serve(
 
     import uvicorn  # noqa: PLC0415
 
+    # The event bus settings reach the server processes (and their in-process workers) as $AGENTFY_EVENTS_*.
+    from agentfy.events.settings import as_environment, default_settings  # noqa: PLC0415
     from agentfy.gateway.bootstrap import SIGNING_KEY_ENV, prepare, signing_secret  # noqa: PLC0415
     from agentfy.gateway.rpc.protocol import MAX_FRAME_BYTES  # noqa: PLC0415
     from agentfy.gateway.server import RUN_WORKERS_ENV  # noqa: PLC0415
 
+    # The event bus settings reach the server processes (and their in-process workers) as $AGENTFY_EVENTS_*;
+    # a bad one is refused before anything starts.
+    os.environ.update(as_environment(_bus_settings(
+        poll_seconds=poll, lease_seconds=lease_seconds, renew_seconds=renew_seconds,
+        handler_timeout_seconds=handler_timeout, max_attempts=max_attempts, backoff_base_seconds=backoff_base,
+        backoff_max_seconds=backoff_max, backoff_jitter=backoff_jitter, batch_size=batch_size,
+        concurrency=concurrency, retention_days=retention_days)))
+    default_settings.cache_clear()  # with one server process this process serves too: read them again
     db = _open_database(database_url, migrated=False, pool=_pool_settings(pool_size, pool_overflow, pool_timeout))
     if processes > 1 and db.dialect == "sqlite":
         db.dispose()

@@ -8,11 +8,14 @@ import time
 
 import pytest
 
-from agentfy.events import outbox
+from agentfy.events import admin
+from agentfy.events.admin import dead_letters, status_of
 from agentfy.events.event import DomainEvent, WireFormatError
-from agentfy.events.outbox import BusSettings, Claim, LeaseLostError, claim, complete, dead_letters, publish, status_of
+from agentfy.events.handlers import DeterministicEventError
+from agentfy.events.outbox import Claim, LeaseLostError, claim, complete, publish
+from agentfy.events.settings import BusSettings
 from agentfy.events.validation import drift_counts, reset_drift_counts
-from agentfy.events.worker import DeterministicEventError, Worker
+from agentfy.events.worker import Worker
 from agentfy.identity import InvalidIdError, Scope
 from agentfy.ids import NIL_UUID, format_id
 from agentfy.store.db import Database, Tx
@@ -66,8 +69,9 @@ def test_observer_warns_and_counts_non_id_agent_ids(db: Database, bad_agent: str
     with caplog.at_level(logging.WARNING, logger="agentfy.eventbus"):
         assert _publish(db, acme, "s", agent_id=bad_agent) is not None
     assert drift_counts() == {"eventbus.non_id_agent_id": 1}
-    record = next(r for r in caplog.records if r.getMessage() == "eventbus.non_id_agent_id")
+    record = next(r for r in caplog.records if r.getMessage().startswith("eventbus.non_id_agent_id "))
     assert record.value == bad_agent and record.field == "agent_id"  # type: ignore[attr-defined]
+    assert f"value={bad_agent} " in record.getMessage() and "event_id=domain-event-" in record.getMessage()
 
 
 def test_strict_mode_refuses_and_writes_nothing(db: Database) -> None:
@@ -123,7 +127,7 @@ def test_transient_errors_retry_with_backoff_then_dead_letter(db: Database) -> N
         worker.run_once()
     assert len(calls) == 3  # max_attempts
     assert status_of(db, event.id) == ("dead", 3, "ConnectionError: database went away")
-    assert [d.event.id for d in dead_letters(db)] == [event.id]
+    assert [d.event.id for d in dead_letters(db).letters] == [event.id]
 
 
 def test_backoff_delays_the_next_attempt(db: Database) -> None:
@@ -188,4 +192,4 @@ def test_a_lost_lease_rolls_back_the_handlers_writes(db: Database) -> None:
         audit.record_audit(tx, acme, action="should-not-stick")
         complete(tx, held)
     assert count(db, "org_audit") == 0
-    assert isinstance(held, Claim) and outbox.status_of(db, event.id) is not None
+    assert isinstance(held, Claim) and admin.status_of(db, event.id) is not None

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agentfy.events.admin import dead_letters, status_of
 from agentfy.events.consolidation import (
     DREAMING_DUE,
     Consolidation,
@@ -27,8 +28,9 @@ from agentfy.events.consolidation import (
 )
 from agentfy.events.consolidation import episodic as episodic_module
 from agentfy.events.event import ENTITY_UPSERTED, EPISODIC_CREATED, SESSION_COMPLETED, DomainEvent
-from agentfy.events.outbox import claim, dead_letters, publish, status_of
-from agentfy.events.worker import Handler, Worker
+from agentfy.events.handlers import AnyHandler as Handler
+from agentfy.events.outbox import claim, publish
+from agentfy.events.worker import Worker
 from agentfy.identity import InvalidIdError, Scope
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, knowledge, memory, sessions
@@ -513,7 +515,7 @@ def test_extractor_with_a_bad_relation_index_fails_fast(db: Database) -> None:
     completed_session(db, scope, agent, "s-1")
     worker = pipeline(db, handlers(extractor=Broken(), settings=NOW))
     drain(worker)
-    [dead] = dead_letters(db)
+    [dead] = dead_letters(db).letters
     assert dead.event.type == EPISODIC_CREATED and dead.attempts == 1 and "relations[0].target_entity_id" in (
         dead.last_error or "")
     # all or nothing: no entity, no marker, and the dreaming half of the same event rolled back too

@@ -5,8 +5,9 @@ anonymous events).  Consumers parse them and query the store with them, so a pub
 ``agent_key`` such as ``goctech-leader`` — or the nil UUID — breaks every consumer downstream.
 
 * Default (``strict=False``): the publish goes through, and a structured warning
-  ``eventbus.non_id_agent_id`` / ``eventbus.non_id_tenant_id`` is logged and counted, so the drift is
-  visible before it is enforced (the seed's observer).  The consumer will dead-letter the event.
+  ``eventbus.non_id_agent_id`` / ``eventbus.non_id_tenant_id`` is logged and counted — here, per process,
+  and by :func:`~agentfy.events.outbox.publish` in the durable counters — so the drift is visible before it
+  is enforced (the seed's observer).  The consumer will dead-letter the event.
 * ``strict=True``: the publish is refused with :class:`InvalidIdError` and nothing is written.
 """
 
@@ -18,6 +19,7 @@ import threading
 from typing import Final
 
 from agentfy.events.event import DomainEvent
+from agentfy.events.logs import event_fields, log
 from agentfy.identity import InvalidIdError
 from agentfy.ids import is_id
 
@@ -56,6 +58,5 @@ def check_event_ids(event: DomainEvent, *, strict: bool) -> list[str]:
             raise InvalidIdError(value, prefix, field=f"event.{field}")
         with _counts_lock:
             _counts[name] += 1
-        logger.warning(name, extra={"event_type": event.type, "event_id": event.id, "field": field,
-                                    "value": value, "strict": False})
+        log(logger, logging.WARNING, name, event_fields(event, field=field, value=value, strict=False))
     return [name for name, *_ in problems]

@@ -113,13 +113,9 @@ Gateway = Annotated[GatewayState, Depends(state)]
 
 def _start_workers(gateway: GatewayState) -> None:
     from agentfy.events.consolidation import handlers  # noqa: PLC0415 - only when workers run in-process
-    from agentfy.events.worker import Worker  # noqa: PLC0415
+    from agentfy.events.runner import start_workers  # noqa: PLC0415
 
-    worker = Worker(gateway.db, handlers())
-    thread = threading.Thread(target=worker.run_forever, args=(gateway.stop_workers,), name="agentfy-worker",
-                              daemon=True)
-    thread.start()
-    gateway.worker_threads.append(thread)
+    gateway.worker_threads.extend(start_workers(gateway.db, handlers(), stop=gateway.stop_workers))
 
 
 def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers: bool = False) -> FastAPI:

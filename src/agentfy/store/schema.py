@@ -515,6 +515,8 @@ event_outbox = sa.Table(
     json_column("payload"),
     sa.Column("status", sa.Text, nullable=False, server_default="pending"),
     sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("stops", sa.Integer, nullable=False, server_default="0",
+              comment="leases that ran out while a worker held it (the worker stopped)"),
     sa.Column("available_at", sa.Text, nullable=False),
     sa.Column("claimed_by", sa.Text, nullable=True),
     sa.Column("claimed_until", sa.Text, nullable=True),
@@ -522,10 +524,23 @@ event_outbox = sa.Table(
     sa.Column("finished_at", sa.Text, nullable=True),
     sa.UniqueConstraint("tenant_id", "type", "source_id", name="uq_event_outbox_dedup"),
     sa.Index("ix_event_outbox_status_available", "status", "available_at"),
+    # Suspects (an event whose worker stopped while holding it) are claimed one at a time; they are few, so
+    # finding the next one must not scan the whole backlog.
+    sa.Index("ix_event_outbox_suspects", "status", "stops", "available_at",
+             sqlite_where=sa.text("stops > 0"), postgresql_where=sa.text("stops > 0")),
     sa.CheckConstraint("status IN ('pending', 'processing', 'done', 'dead')", name="status_known"),
     id_check("id"),
 )
 
+# Durable counts of what the bus reports (observer warnings, dead letters) per UTC day, so a gate such as
+# "no non-ID agent warning for 72 hours" can be checked across processes and restarts.
+event_bus_counters = sa.Table(
+    "event_bus_counters",
+    metadata,
+    sa.Column("day", sa.Text, primary_key=True, comment="UTC date, YYYY-MM-DD"),
+    sa.Column("name", sa.Text, primary_key=True, comment="e.g. eventbus.non_id_agent_id, eventbus.dead_letter"),
+    sa.Column("total", sa.Integer, nullable=False, server_default="0"),
+)
 
 # The gateway's credentials (agentfy.gateway.auth).  An API key belongs to one organization and carries a
 # role; the platform organization's keys with ``platform_admin`` manage organizations.  Only a SHA-256 hash

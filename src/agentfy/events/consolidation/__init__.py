@@ -29,7 +29,7 @@ from agentfy.events.consolidation.extractor import (
     Extractor,
     normalise_name,
 )
-from agentfy.events.consolidation.pipeline import Consolidation, fan_out, handlers
+from agentfy.events.consolidation.pipeline import Consolidation, handlers
 from agentfy.events.consolidation.semantic import SemanticWorker, semantic_source
 from agentfy.events.consolidation.settings import (
     DEFAULT_CONSOLIDATION_SETTINGS,
@@ -39,6 +39,7 @@ from agentfy.events.consolidation.settings import (
     utc_now,
 )
 from agentfy.events.consolidation.summariser import ExtractiveSummariser, Summariser
+from agentfy.events.handlers import fan_out
 
 __all__ = [
     "DEFAULT_CONSOLIDATION_SETTINGS",

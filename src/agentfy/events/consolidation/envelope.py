@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentfy.events.event import DomainEvent
-from agentfy.events.worker import DeterministicEventError
+from agentfy.events.handlers import DeterministicEventError
 from agentfy.identity import AgentId, OrgId, Scope, parse_id
 
 

@@ -1,11 +1,14 @@
 """Wiring: the event type → handler map a :class:`~agentfy.events.worker.Worker` runs.
 
 ``episodic.created`` has two subscribers (semantic and dreaming) but a ``Worker`` takes one handler per type,
-so :func:`fan_out` combines them: both run, in order, in the event's one transaction.  Why not two handlers
-with their own acknowledgements: the outbox acknowledges an event once, so a second subscriber would need a
-second event.  Consequence: a failure of either rolls back both and the event is retried as a whole —
-which is safe because each is idempotent (the semantic worker's ``entity.upserted`` marker, the dreaming
-worker's promoted flags).
+so :func:`~agentfy.events.handlers.fan_out` combines them: both run, in order, for the event, and their
+writes share its savepoint and acknowledgement.  Why not two handlers with their own acknowledgements: the
+outbox acknowledges an event once, so a second subscriber would need a second event.  Consequence: a
+failure of either rolls back both and the event is retried as a whole — which is safe because each is
+idempotent (the semantic worker's ``entity.upserted`` marker, the dreaming worker's promoted flags).
+
+The episodic and semantic workers are staged handlers (their summariser and extractor run with no
+transaction open); dreaming and dedup are plain handlers (quick reads and writes under an advisory lock).
 """
 
 from __future__ import annotations
@@ -26,20 +29,8 @@ from agentfy.events.consolidation.settings import (
     utc_now,
 )
 from agentfy.events.consolidation.summariser import Summariser
-from agentfy.events.event import ENTITY_UPSERTED, EPISODIC_CREATED, SESSION_COMPLETED, DomainEvent
-from agentfy.events.worker import Handler
-from agentfy.identity import Scope
-from agentfy.store.db import Tx
-
-
-def fan_out(*subscribers: Handler) -> Handler:
-    """One handler that runs ``subscribers`` in order in the same transaction (see the module docstring)."""
-
-    def handle(tx: Tx, scope: Scope, event: DomainEvent) -> None:
-        for subscriber in subscribers:
-            subscriber(tx, scope, event)
-
-    return handle
+from agentfy.events.event import ENTITY_UPSERTED, EPISODIC_CREATED, SESSION_COMPLETED
+from agentfy.events.handlers import AnyHandler, fan_out
 
 
 @dataclass(frozen=True)
@@ -60,12 +51,12 @@ class Consolidation:
                    DreamingWorker(settings=settings, clock=clock),
                    DedupWorker())
 
-    def handlers(self) -> dict[str, Handler]:
+    def handlers(self) -> dict[str, AnyHandler]:
         """``session.completed`` → episodic; ``episodic.created`` → semantic then dreaming;
         ``dreaming.due`` → dreaming; ``entity.upserted`` → dedup."""
         return {
-            SESSION_COMPLETED: self.episodic.handle,
-            EPISODIC_CREATED: fan_out(self.semantic.handle, self.dreaming.handle),
+            SESSION_COMPLETED: self.episodic,
+            EPISODIC_CREATED: fan_out(self.semantic, self.dreaming.handle),
             DREAMING_DUE: self.dreaming.handle_due,
             ENTITY_UPSERTED: self.dedup.handle,
         }
@@ -73,7 +64,7 @@ class Consolidation:
 
 def handlers(*, summariser: Summariser | None = None, extractor: Extractor | None = None,
              settings: ConsolidationSettings = DEFAULT_CONSOLIDATION_SETTINGS,
-             clock: Clock = utc_now) -> Mapping[str, Handler]:
+             clock: Clock = utc_now) -> Mapping[str, AnyHandler]:
     """The consolidation pipeline's handlers for ``Worker(db, handlers(...))``.
 
     ``summariser`` / ``extractor`` default to the deterministic, network-free ones; ``clock`` only drives the

@@ -1,27 +1,35 @@
 """The semantic worker: ``episodic.created`` → entities and relations in the knowledge graph →
 ``entity.upserted``.
 
-Contract of :meth:`SemanticWorker.handle`:
+Contract (a staged handler, :mod:`agentfy.events.handlers`; :meth:`SemanticWorker.handle` runs the three
+stages in one transaction for direct calls):
 
-1. the tenant and agent IDs are parsed first (:func:`~.envelope.route`), then the payload's ``summary_id``
-   (an episodic-summary ID) and ``summary`` (the text, carried in the event so the worker needs no read);
-2. the :class:`Extractor` finds entities and relations; each entity is stored for the event's agent in the
-   event's memory SCOPE (``user_id``) with ``properties={"summary_id": …}`` for provenance;
-3. ``entity.upserted`` is published with ``source_id = f"{summary_id}:semantic"`` and the graph is written
-   with :func:`knowledge.ingest_graph` — the batch path, all or nothing — in the same transaction.  The
-   event doubles as the idempotency marker: if it was published already (a replay), nothing is ingested
-   again.  An extraction with no entities still publishes it, so the marker is always there.
+1. ``read`` — the tenant and agent IDs are parsed first (:func:`~.envelope.route`), then the payload's
+   ``summary_id`` (an episodic-summary ID) and ``summary`` (the text, carried in the event so the worker
+   needs no read of it); whether this summary was ingested already is looked up, so a replay costs no
+   extraction;
+2. ``compute`` — the :class:`Extractor` finds entities and relations with no transaction open (a model call
+   may take seconds);
+3. ``write`` — each entity is stored for the event's agent in the event's memory SCOPE (``user_id``) with
+   ``properties={"summary_id": …}`` for provenance: ``entity.upserted`` is published with
+   ``source_id = f"{summary_id}:semantic"`` and the graph is written with :func:`knowledge.ingest_graph` —
+   the batch path, all or nothing — in the same transaction.  The event doubles as the idempotency marker:
+   if it was published already (a replay, or another worker that got there first while this one
+   extracted), nothing is ingested again.  An extraction with no entities still publishes it, so the marker
+   is always there.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
-from agentfy.events.consolidation.envelope import payload_id, payload_text, route
-from agentfy.events.consolidation.extractor import CapitalisedPhraseExtractor, Extractor
+from agentfy.events.consolidation.envelope import Route, payload_id, payload_text, route
+from agentfy.events.consolidation.extractor import CapitalisedPhraseExtractor, Extraction, Extractor
 from agentfy.events.consolidation.settings import DEFAULT_CONSOLIDATION_SETTINGS, ConsolidationSettings
 from agentfy.events.event import ENTITY_UPSERTED, DomainEvent
-from agentfy.events.outbox import publish
+from agentfy.events.handlers import run_staged
+from agentfy.events.outbox import is_published, publish
 from agentfy.identity import Scope
 from agentfy.store.db import Tx
 from agentfy.store.repos import knowledge
@@ -35,8 +43,18 @@ def semantic_source(summary_id: str) -> str:
     return f"{summary_id}{SOURCE_SUFFIX}"
 
 
+@dataclass(frozen=True, slots=True)
+class SummaryInputs:
+    """What the extractor needs, read in the ``read`` stage; ``ingested``: the marker exists already."""
+
+    target: Route
+    summary_id: str
+    text: str
+    ingested: bool
+
+
 class SemanticWorker:
-    """Handles ``episodic.created``; see the module docstring for the contract."""
+    """Handles ``episodic.created`` as a staged handler; see the module docstring for the contract."""
 
     def __init__(self, *, extractor: Extractor | None = None,
                  settings: ConsolidationSettings = DEFAULT_CONSOLIDATION_SETTINGS) -> None:
@@ -47,11 +65,26 @@ class SemanticWorker:
         self.ingest(tx, scope, event)
 
     def ingest(self, tx: Tx, scope: Scope, event: DomainEvent) -> IngestResult | None:
-        """:meth:`handle`, returning what was ingested (``None``: this summary was ingested before)."""
+        """All three stages in ``tx``, returning what was ingested (``None``: this summary was ingested
+        before)."""
+        ingested = run_staged(self, tx, scope, event)
+        return ingested if isinstance(ingested, IngestResult) else None
+
+    def read(self, tx: Tx, scope: Scope, event: DomainEvent) -> SummaryInputs:
         target = route(scope, event)
         summary_id = payload_id(event, "summary_id", "episodic-summary")
         text = payload_text(event, "summary")
-        extraction = self.extractor.extract(text)
+        done = is_published(tx, target.scope.tenant_id, ENTITY_UPSERTED, semantic_source(summary_id))
+        return SummaryInputs(target, summary_id, text, done)
+
+    def compute(self, inputs: SummaryInputs) -> Extraction | None:
+        return None if inputs.ingested else self.extractor.extract(inputs.text)
+
+    def write(self, tx: Tx, scope: Scope, event: DomainEvent, inputs: SummaryInputs,
+              extraction: Extraction | None) -> IngestResult | None:
+        if extraction is None:
+            return None
+        target, summary_id = inputs.target, inputs.summary_id
         provenance = {"summary_id": summary_id}
         entities = [EntityInput(agent_id=target.agent_id, user_id=target.user_id, name=e.name,
                                 entity_type=e.entity_type, properties=provenance) for e in extraction.entities]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
-from agentfy.events.outbox import DEFAULT_SETTINGS, BusSettings
+from agentfy.events.settings import BusSettings
 
 #: The pipeline's own event type: "promote this agent's and user scope's summaries now" (see dreaming).
 DREAMING_DUE: Final = "dreaming.due"
@@ -38,14 +38,15 @@ class ConsolidationSettings:
       (oldest first), so one enormous session cannot exhaust the worker.
     * ``dream_max_chars`` — a dream document keeps its newest sections within this size; older sections
       are dropped (they were promoted and are still in the episodic summaries).
-    * ``bus`` — the settings events are published with (``strict_ids`` refuses a non-ID agent at publish).
+    * ``bus`` — the settings events are published with (``strict_ids`` refuses a non-ID agent at publish);
+      ``None``: the process's bus settings (from the environment).
     """
 
     debounce_seconds: float = 600.0
     max_batch: int = 10
     max_session_messages: int = 10_000
     dream_max_chars: int = 200_000
-    bus: BusSettings = DEFAULT_SETTINGS
+    bus: BusSettings | None = None
 
     def __post_init__(self) -> None:
         if self.debounce_seconds < 0:
