@@ -14,7 +14,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from agentfy.agents.router import Router, canonical_key
+from agentfy.agents.router import Router
 from agentfy.identity import Scope
 from agentfy.identity.context import RequestContext
 from agentfy.store.db import Database
@@ -39,8 +39,8 @@ def main() -> None:
             router.get(ctx, agent.agent_key)
         keys = [a.agent_key for a in made]
         ids = [a.id for a in made]
-        plain = {canonical_key(scope.tenant_id, a.agent_key): router.get(ctx, a.id) for a in made}
-        plain_keys = [canonical_key(scope.tenant_id, k) for k in keys]
+        plain = {(scope.tenant_id, a.agent_key): router.get(ctx, a.id) for a in made}
+        tenant = scope.tenant_id
 
         def router_by(values: list[str]):  # type: ignore[no-untyped-def]
             def run(n: int) -> None:
@@ -49,10 +49,9 @@ def main() -> None:
                     get(ctx, value)
             return run
 
-        def dict_lookup(n: int) -> None:
-            get = plain.__getitem__
-            for key in plain_keys[:n]:
-                get(key)
+        def dict_lookup(n: int) -> None:  # the floor the issue sets: an inline d[(tenant, value)]
+            for key in keys[:n]:
+                plain[(tenant, key)]
 
         def store_by(values: list[str]):  # type: ignore[no-untyped-def]
             def run(n: int) -> None:
@@ -63,9 +62,9 @@ def main() -> None:
 
         results = [
             compare("Router.get by key (cached)", router_by(keys), dict_lookup, n=AGENTS, rounds=9,
-                    baseline_label="dict[canonical key]"),
+                    baseline_label="d[(tenant, value)]", goal=0.5),
             compare("Router.get by ID (cached)", router_by(ids), dict_lookup, n=AGENTS, rounds=9,
-                    baseline_label="dict[canonical key]"),
+                    baseline_label="d[(tenant, value)]", goal=0.5),
             compare("Router.get by key (cached)", router_by(keys), store_by(keys), n=AGENTS, rounds=5,
                     baseline_label="uncached store look-up"),
             compare("Router.get by ID (cached)", router_by(ids), store_by(ids), n=AGENTS, rounds=5,

@@ -161,9 +161,9 @@ def test_entries_expire_after_the_ttl_but_the_loop_is_kept(db: Database, store_c
     new_agent(db, acme, "bot")
     first = router.get(ctx(acme), "bot")
     clock.now += 9.9
-    assert router.get_cached(ctx(acme), "bot") is first
+    assert router.sweep() == 0 and router.get_cached(ctx(acme), "bot") is first
     clock.now += 0.2
-    assert router.get_cached(ctx(acme), "bot") is None
+    assert router.sweep() == 1 and router.get_cached(ctx(acme), "bot") is None
     assert router.get(ctx(acme), "bot") is first  # reloaded from the store, same loop (run state)
     assert store_calls == ["bot", "bot"]
 
@@ -176,6 +176,7 @@ def test_run_state_survives_expiry_rename_update_and_a_flush(db: Database) -> No
     loop = router.get(ctx(acme), "bot")
     with loop.run():
         clock.now += 11  # the entry expires
+        router.sweep()
         assert router.is_running(ctx(acme), "bot") is True
         with db.transaction() as tx:
             agents.rename_agent(tx, acme, bot.id, "helper")

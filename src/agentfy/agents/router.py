@@ -14,7 +14,7 @@ Invariants:
    when its notification arrives; a lost feed connection flushes everything and stops caching until it is
    back.  A load that raced with an invalidation of its tenant is returned but not cached (a per-tenant
    generation), so an old row can never be cached after the change that made it old.  Entries also expire
-   after a TTL, a backstop only.
+   after a TTL, a backstop only: a timer sweeps them (:meth:`Router.sweep`), so a look-up is one dict access.
 4. **Run state is not cache state.**  Loops live in their own registry by ``(tenant_id, agent_id)``: dropping,
    expiring or refreshing a cache entry — a rename, an update, a reconnect — keeps the loop (its ``running``
    state, and the one-loop-per-agent rule).  The registry holds loops weakly: a loop stays while a cache
@@ -34,8 +34,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from agentfy.agents.loop import AgentLoop
 from agentfy.identity import AgentId, OrgId, Scope, parse_id
@@ -61,8 +60,9 @@ def _tenant(ctx: RequestContext, operation: str) -> OrgId:
     return ctx.tenant_id
 
 
-@dataclass(slots=True)
-class _Entry:
+class _Entry(NamedTuple):
+    """A cached agent's bookkeeping: which keys name it and when it expires."""
+
     loop: AgentLoop
     tenant_id: str
     agent_id: str
@@ -79,12 +79,17 @@ class Router:
         self.ttl = ttl
         self._clock = clock
         self._loop_factory = loop_factory
-        self._entries: dict[tuple[str, str], _Entry] = {}  # (tenant, key) and (tenant, id) -> the same entry
+        # (tenant, key) and (tenant, id) -> the same entry (the bookkeeping: expiry, exact invalidation)
+        self._entries: dict[tuple[str, str], _Entry] = {}
+        # the same keys -> the entry's loop, kept in step with _entries under the lock: the hot path's one
+        # subscript.  A None tenant is never stored, only looked up (and then missed).
+        self._hits: dict[tuple[str | None, str], AgentLoop] = {}
         # (tenant, agent id) -> run state, held weakly (see the module docstring)
         self._loops: weakref.WeakValueDictionary[tuple[str, str], AgentLoop] = weakref.WeakValueDictionary()
         self._generations: dict[str, int] = {}  # per tenant, bumped by every invalidation
         self._epoch = 0  # bumped by every flush
         self._lock = threading.Lock()
+        self._sweeper: threading.Timer | None = None
         db.changes.on_stale(self._on_change)
         db.changes.on_reset(self._on_reset)
 
@@ -94,24 +99,25 @@ class Router:
         tenant_id = ctx.tenant_id
         if tenant_id is None:
             raise MissingTenantError("Router.get_cached")
-        entry = self._entries.get((tenant_id, id_or_key))
-        if entry is None:
-            return None
-        if entry.expires_at <= self._clock():
-            with self._lock:
-                self._drop_keys(entry)
-            return None
-        return entry.loop
+        return self._hits.get((tenant_id, id_or_key))
 
     def get(self, ctx: RequestContext, id_or_key: str) -> AgentLoop:
         """The loop of the agent named by an ID or a key in the context's tenant (store on a miss).
 
         Raises what ``resolve_agent`` raises: ``NotFoundError`` (missing, or another tenant's),
-        ``InvalidIdError`` / ``InvalidAgentKeyError`` for values that are neither.
+        ``InvalidIdError`` / ``InvalidAgentKeyError`` for values that are neither; a context without a tenant
+        is :class:`MissingTenantError` (its ``(None, value)`` is never cached, so it always reaches the miss
+        path, which checks).  The hot path is one dict look-up: expiry is checked by :meth:`sweep`, a few times
+        per TTL, not here.  (A subscript in ``try`` is the cheapest hit in CPython 3.11+; the miss leaves the
+        ``except`` before loading so a store error is not chained to a ``KeyError``.)
         """
-        loop = self.get_cached(ctx, id_or_key)
-        if loop is not None:
-            return loop
+        try:
+            return self._hits[(ctx.tenant_id, id_or_key)]
+        except KeyError:
+            pass
+        return self._load(ctx, id_or_key)
+
+    def _load(self, ctx: RequestContext, id_or_key: str) -> AgentLoop:
         tenant_id = _tenant(ctx, "Router.get")
         stamp = self._stamp(tenant_id)
         with self.db.transaction(write=False) as tx:
@@ -137,9 +143,22 @@ class Router:
             if current is not None:
                 self._drop_keys(current)
             entry = _Entry(loop, tenant_id, agent_id, agent.agent_key, self._clock() + self.ttl)
-            self._entries[(tenant_id, agent.agent_key)] = entry
-            self._entries[(tenant_id, agent_id)] = entry
+            for key in ((tenant_id, agent.agent_key), (tenant_id, agent_id)):
+                self._entries[key] = entry
+                self._hits[key] = loop
+            if self._sweeper is None and self._clock is time.monotonic:
+                self._sweeper = _schedule_sweeps(self)
             return loop
+
+    def sweep(self) -> int:
+        """Drop the entries past their TTL (the backstop for a change nobody heard of); returns how many.  Runs
+        on a timer a few times per TTL; tests with their own clock call it."""
+        now = self._clock()
+        with self._lock:
+            expired = {id(e): e for e in self._entries.values() if e.expires_at <= now}
+            for entry in expired.values():
+                self._drop_keys(entry)
+        return len(expired)
 
     def is_running(self, ctx: RequestContext, agent_key: str) -> bool:
         """Whether the agent with this key (or ID) *in the context's tenant* has a run in progress.  The run
@@ -180,6 +199,7 @@ class Router:
         with self._lock:
             self._epoch += 1
             self._entries.clear()
+            self._hits.clear()
 
     def __len__(self) -> int:
         """The number of cached agents."""
@@ -193,6 +213,7 @@ class Router:
         for key in ((entry.tenant_id, entry.agent_key), (entry.tenant_id, entry.agent_id)):
             if self._entries.get(key) is entry:
                 del self._entries[key]
+                del self._hits[key]
 
     def _invalidate_agent_change(self, change: Change) -> None:
         tenant_id, agent_id = change.tenant_id or "", change.id or ""
@@ -215,6 +236,25 @@ class Router:
 
     def _on_reset(self, _reason: str) -> None:
         self.clear()
+
+
+def _schedule_sweeps(router: Router) -> threading.Timer:
+    """A daemon timer sweeping ``router`` every quarter TTL while it lives (held weakly: a router nobody uses
+    any more is collected, and its timer stops)."""
+    ref = weakref.ref(router)
+    interval = max(router.ttl / 4, 1.0)
+
+    def tick() -> None:
+        alive = ref()
+        if alive is None:
+            return
+        alive.sweep()
+        alive._sweeper = _schedule_sweeps(alive)
+
+    timer = threading.Timer(interval, tick)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def resolve_agent_id_cached(router: Router, ctx: RequestContext, id_or_key: str) -> AgentId:
