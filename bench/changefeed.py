@@ -2,7 +2,7 @@
 gateway scales with processes now that every one of them listens.
 
 Run: ``make bench-changefeed`` (or ``.venv/bin/python -m bench.changefeed``); needs the PostgreSQL server at
-``$AGENTFY_TEST_PG_URL`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``), where it creates and drops
+``$AGENTFY_BENCH_PG_URL`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``), where it creates and drops
 its own database.
 
 * **Latency**: a second process holds a router and a listening connection; this one renames an agent, one
@@ -30,12 +30,10 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import httpx
 import psycopg
-import sqlalchemy as sa
 
 from agentfy.agents.router import Router
 from agentfy.identity import Scope
@@ -46,8 +44,8 @@ from agentfy.store.migrate import upgrade
 from agentfy.store.repos import agents, orgs
 from bench.gateway import free_port, wrk_rate
 from bench.harness import header
+from bench.postgres import scratch_database
 
-PG_ADMIN_URL = os.environ.get("AGENTFY_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 CHANGES = 400
 SPACING_SECONDS = 0.005
 PROCESS_COUNTS = (1, 2, 4)
@@ -55,19 +53,6 @@ ROUNDS = 3
 CONNECTIONS = 64
 ADMIN_KEY = "agfy_ok_" + "b" * 40
 SIGNING_KEY = "c2lnbmluZy1rZXktZm9yLWJlbmNoLW9ubHktMzJieXRlcyE="
-
-
-def _create_database() -> tuple[str, str]:
-    name = f"agentfy_bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
-    url = sa.engine.make_url(PG_ADMIN_URL).set(drivername="postgresql+psycopg", database=name)
-    return name, url.render_as_string(hide_password=False)
-
-
-def _drop_database(name: str) -> None:
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
 
 
 # -- latency ------------------------------------------------------------------------------------------------------
@@ -221,8 +206,7 @@ def measure_throughput(url: str) -> dict[int, list[float]]:
 
 def main() -> None:
     header("the change feed on PostgreSQL: commit -> another process's cache, and gateway processes")
-    name, url = _create_database()
-    try:
+    with scratch_database() as url:
         db = Database(url)
         upgrade(db)
         db.dispose()
@@ -244,8 +228,6 @@ def main() -> None:
             median = statistics.median(rates[workers])
             print(f"GET /v1/agents/{{key}} with {workers} process(es): {median:>9,.0f}/s (median of {ROUNDS}) "
                   f"= {median / one:4.2f}x one process")
-    finally:
-        _drop_database(name)
 
 
 if __name__ == "__main__":

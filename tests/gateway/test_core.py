@@ -52,6 +52,22 @@ def test_agents_are_addressed_by_id_or_key(client: TestClient, acme: Tenant) -> 
     assert client.get(f"/v1/agents/{agent['id']}", headers=acme.headers()).status_code == 404
 
 
+def test_a_cached_read_answers_exactly_what_an_uncached_one_does(client: TestClient, acme: Tenant) -> None:
+    """The warm ``GET /v1/agents/{agent}`` returns a rendering kept beside the cached record: byte for byte
+    the body and content type the response model makes, and never a rendering of an older record."""
+    created = client.post("/v1/agents", json={"agent_key": "support-bot", "config": {"tone": "dry", "n": [1, 2.5]},
+                                              "display_name": "Support \u00e9\U0001f600"},
+                          headers=acme.headers("operator")).json()
+    cold = client.get(f"/v1/agents/{created['id']}", headers=acme.headers("member"))  # a miss: the model renders
+    warm = client.get(f"/v1/agents/{created['id']}", headers=acme.headers("member"))  # a hit: the cached bytes
+    assert cold.status_code == warm.status_code == 200
+    assert warm.content == cold.content and warm.headers["content-type"] == cold.headers["content-type"]
+    assert warm.json() == created
+    client.patch("/v1/agents/support-bot", json={"display_name": "Renamed"}, headers=acme.headers("operator"))
+    for _ in range(2):
+        assert client.get("/v1/agents/support-bot", headers=acme.headers("member")).json()["display_name"] == "Renamed"
+
+
 def test_the_tenant_comes_from_the_key_never_from_the_request(client: TestClient, acme: Tenant,
                                                                 globex: Tenant) -> None:
     body = {"agent_key": "bot", "tenant_id": globex.scope.tenant_id}

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError, parse_agent_key, parse_id, parse_id_or_none
-from agentfy.identity.keys import looks_like_an_id
+from agentfy.identity.keys import agent_key_problem, is_short_key, looks_like_an_id
 from agentfy.ids import NIL_UUID, format_id, is_id
 from tests.ids.strategies import agentfy_ids
 
@@ -56,3 +56,13 @@ def test_no_id_is_ever_a_valid_agent_key(value: str) -> None:
     assert looks_like_an_id(value)
     with pytest.raises(InvalidAgentKeyError):
         parse_agent_key(value)
+
+
+@given(st.one_of(agentfy_ids, st.text(max_size=120), st.from_regex(r"[a-z0-9-]{0,110}", fullmatch=True)))
+def test_the_short_key_test_only_ever_says_yes_to_valid_keys(value: str) -> None:
+    """``is_short_key`` lets resolution skip the ID checks: it must never accept what the full rules refuse,
+    and it accepts every valid key with fewer than three hyphens."""
+    if is_short_key(value):
+        assert agent_key_problem(value) is None and not looks_like_an_id(value) and not is_id(value, "agent")
+    elif agent_key_problem(value) is None:
+        assert value.count("-") >= 3

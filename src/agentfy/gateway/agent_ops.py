@@ -10,7 +10,7 @@ through the change feed, whichever API or process made it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from agentfy.gateway.auth import Principal
 from agentfy.gateway.pages import Page, paged
@@ -27,10 +27,32 @@ if TYPE_CHECKING:
     from agentfy.gateway.app import GatewayState
 
 
+#: Rendered agents kept per gateway; past this many the cache starts over (a cold agent costs one render).
+RENDERED_MAX: Final = 10_000
+
+
 def agent_out(agent: Agent) -> AgentOut:
     return AgentOut(id=agent.id, tenant_id=agent.tenant_id, agent_key=agent.agent_key,
                     display_name=agent.display_name, config=agent.config, created_at=agent.created_at,
                     updated_at=agent.updated_at)
+
+
+def rendered(gateway: GatewayState, agent: Agent) -> bytes:
+    """``agent`` as the API's JSON body (``AgentOut``), rendered once per record.
+
+    The cached read returns these bytes as they are, skipping a model build, its validation and its
+    serialization on every request.  The rendering is kept beside the record object it was made from and
+    used only for that same object: the router replaces the record on every change it hears of, so a
+    stale rendering is never served.
+    """
+    cached = gateway.rendered_agents.get(agent.id)
+    if cached is not None and cached[0] is agent:
+        return cached[1]
+    body = agent_out(agent).model_dump_json().encode()
+    if len(gateway.rendered_agents) >= RENDERED_MAX:
+        gateway.rendered_agents.clear()
+    gateway.rendered_agents[agent.id] = (agent, body)
+    return body
 
 
 def list_agents(gateway: GatewayState, who: Principal, *, limit: int = DEFAULT_LIMIT,

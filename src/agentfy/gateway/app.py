@@ -1,7 +1,8 @@
 """The FastAPI application: ``create_app(db)``, the request principal, health, and the routers.
 
-Every route gets its principal from the API key (``Depends(principal)``), binds the request context from
-it, and works in the principal's tenant scope; nothing in a request can choose the tenant.
+Every ``/v1`` route authenticates its caller from the bearer credential (``call: Authenticated``), binds the
+request context from it, and works in the principal's tenant scope; nothing in a request can choose the
+tenant.
 """
 
 from __future__ import annotations
@@ -13,23 +14,23 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Final
 
-from fastapi import Depends, FastAPI, Request, Security
+from fastapi import Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from agentfy import __version__
 from agentfy.agents.router import Router
 from agentfy.gateway import errors
 from agentfy.gateway.auth import Principal, bearer, lookup
 from agentfy.gateway.limits import InputLimits
-from agentfy.gateway.openapi import compact
+from agentfy.gateway.openapi import compact, declare_bearer
 from agentfy.gateway.principals import PrincipalCache
 from agentfy.identity.context import set_for_task
 from agentfy.permissions.access import authorize
 from agentfy.store.db import Database
 from agentfy.store.migrate import is_at_head
+from agentfy.store.repos.agents import Agent
 
 #: How long start-up waits for the change feed's listening connection before serving anyway (uncached).
 FEED_CONNECT_TIMEOUT_SECONDS: Final = 10.0
@@ -48,13 +49,29 @@ class GatewayState:
     #: on embedded SQLite they take tens of microseconds, less than the thread hop itself.  Never on
     #: PostgreSQL, where a round trip would stall every other request on the loop.
     inline_lookups: bool = False
+    #: Agents rendered as response bodies, by ID, with the record each was rendered from
+    #: (:func:`agentfy.gateway.agent_ops.rendered`).
+    rendered_agents: dict[str, tuple[Agent, bytes]] = field(default_factory=dict)
     stop_workers: threading.Event = field(default_factory=threading.Event)
     worker_threads: list[threading.Thread] = field(default_factory=list)
 
 
-def state(request: Request) -> GatewayState:
+def gateway_of(request: Request) -> GatewayState:
+    """The gateway state of the app serving ``request``."""
     gateway: GatewayState = request.app.state.gateway
     return gateway
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """An authenticated request: who makes it and the gateway serving it.
+
+    One object, so that a route has one dependency: FastAPI solves every dependency on every request, and
+    each one cost more server CPU than the whole cached look-up it guarded.
+    """
+
+    who: Principal
+    gateway: GatewayState
 
 
 #: Methods that only read: their credential may come from the principal cache.
@@ -78,24 +95,18 @@ def lookup_principal(gateway: GatewayState, token: str, *, fresh: bool = False,
     return found
 
 
-#: The API key or signed context, as an HTTP bearer security scheme: OpenAPI documents it (``/docs`` has an
-#: Authorize button; generated clients send it as a credential, not as data).  The header itself is read by
-#: :func:`principal`, which refuses anything malformed with the contract's 401.
-BEARER_SCHEME: Final = HTTPBearer(auto_error=False, scheme_name="bearer",
-                                  description="An API key (agfy_ok_…, agfy_tk_…) or a signed context (agfy_sc_…).")
-
-
-async def principal(request: Request,
-                    _credentials: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER_SCHEME)]) -> Principal:
+async def authenticate(request: Request) -> Call:
     """The request's principal from its bearer credential (401 without a good one), allowed to call the
     route's operation (403 otherwise, by the one access policy), and set as the request context.
 
     The operation is the route's ``operation_id``: the key of its rule in :data:`agentfy.permissions.access.
     RULES`.  Async so that the context is set in the request's own task (a sync dependency runs in a worker
     thread whose context the endpoint never sees); a cached principal costs no thread hop, and a look-up runs
-    in the thread pool (inline on embedded SQLite).
+    in the thread pool (inline on embedded SQLite).  The header is read here, not through a FastAPI security
+    class (another dependency per request); the OpenAPI document declares the bearer scheme on every
+    operation that depends on this (:func:`agentfy.gateway.openapi.declare_bearer`).
     """
-    gateway = state(request)
+    gateway = gateway_of(request)
     token = bearer(request.headers.get("authorization"))
     fresh = request.method not in READ_METHODS
     who = None if fresh else gateway.principals.get(token)[0]
@@ -104,11 +115,11 @@ async def principal(request: Request,
                else await run_in_threadpool(lambda: lookup_principal(gateway, token, fresh=fresh)))
     authorize(who, request.scope["route"].operation_id)
     set_for_task(who.context())
-    return who
+    return Call(who, gateway)
 
 
-Authenticated = Annotated[Principal, Depends(principal)]
-Gateway = Annotated[GatewayState, Depends(state)]
+#: The one dependency of every ``/v1`` route: ``call: Authenticated``, then ``call.who`` and ``call.gateway``.
+Authenticated = Annotated[Call, Depends(authenticate)]
 
 
 def _start_workers(gateway: GatewayState) -> None:
@@ -152,7 +163,7 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
     def readyz(request: Request) -> Any:
         """The database is reachable, its schema is at the newest migration, and (PostgreSQL) this process
         hears other processes' changes."""
-        database = state(request).db
+        database = gateway_of(request).db
         try:
             ready = is_at_head(database)
         except Exception:
@@ -165,14 +176,15 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
                                 status_code=503)
         return {"status": "ready"}
 
-    from agentfy.gateway.routes import register  # noqa: PLC0415 - the routes import this module's dependencies
+    from agentfy.gateway.routes.mount import register  # noqa: PLC0415 - the routes import this module
 
-    register(app)
+    authenticated = register(app)
 
     def openapi_document() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = compact(get_openapi(title=app.title, version=app.version,
-                                                     description=app.description, routes=app.routes))
+            document = get_openapi(title=app.title, version=app.version, description=app.description,
+                                   routes=app.routes)
+            app.openapi_schema = declare_bearer(compact(document), authenticated)
         return app.openapi_schema
 
     app.openapi = openapi_document  # type: ignore[method-assign]

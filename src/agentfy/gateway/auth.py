@@ -25,7 +25,7 @@ import hashlib
 import hmac
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import sqlalchemy as sa
@@ -65,14 +65,20 @@ class Principal:
     key_id: str | None = None
     signed_context: bool = False
     expires_at: float | None = None
+    _context: RequestContext | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def scope(self) -> Scope:
         return Scope(self.tenant_id)
 
     def context(self) -> RequestContext:
-        """The request context for this principal (HTTP: the user is both scope and actor)."""
-        return RequestContext(tenant_id=self.tenant_id, user_id=self.user_id, role=self.role)
+        """The request context for this principal (HTTP: the user is both scope and actor); made once per
+        principal (a cached one serves many requests, and the context is immutable)."""
+        context = self._context
+        if context is None:
+            context = RequestContext(tenant_id=self.tenant_id, user_id=self.user_id, role=self.role)
+            object.__setattr__(self, "_context", context)
+        return context
 
     @property
     def credential(self) -> str:

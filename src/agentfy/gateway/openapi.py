@@ -12,6 +12,9 @@ operation, the document was close to a megabyte, which clients and Swagger UI lo
   valid for both exactly when it is a valid ID of that entity (see ``id_shape_pattern``), so every ID
   parameter still carries its whole anchored pattern;
 * refers each operation's error responses to ``#/components/responses``.
+
+:func:`declare_bearer` states the credential: an HTTP bearer scheme, named on every operation that
+authenticates (``/docs`` gets an Authorize button; generated clients send it as a credential, not as data).
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from agentfy.ids import ID_ENTITIES, ID_MAX_LENGTH, id_pattern, id_shape_pattern
 
 _REPLACED: Final = frozenset({"type", "pattern", "maxLength"})
 _ERROR_BODY_REF: Final = "#/components/schemas/ErrorBody"
+BEARER_SCHEME_NAME: Final = "bearer"
+BEARER_SCHEME: Final = {"type": "http", "scheme": "bearer",
+                        "description": "An API key (agfy_ok_…, agfy_tk_…) or a signed context (agfy_sc_…)."}
 
 
 def _is_string(schema: object) -> bool:
@@ -112,3 +118,14 @@ def _share_error_responses(document: dict[str, Any]) -> None:
                 if descriptions.get(status) == response.get("description") and schema == {"$ref": _ERROR_BODY_REF}:
                     responses[status] = {"$ref": f"#/components/responses/{_error_response_name(status)}"}
     document.setdefault("components", {})["responses"] = shared
+
+
+def declare_bearer(document: dict[str, Any], operation_ids: frozenset[str]) -> dict[str, Any]:
+    """``document`` with the bearer scheme in its components and named by each operation in ``operation_ids``
+    (the ones whose route authenticates its caller)."""
+    document.setdefault("components", {}).setdefault("securitySchemes", {})[BEARER_SCHEME_NAME] = dict(BEARER_SCHEME)
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            if isinstance(operation, dict) and operation.get("operationId") in operation_ids:
+                operation["security"] = [{BEARER_SCHEME_NAME: []}]
+    return document

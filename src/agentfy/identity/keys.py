@@ -20,6 +20,7 @@ TENANT_SLUG_MAX_LENGTH: Final = 63
 
 AGENT_KEY_MAX_LENGTH: Final = 100
 _SLUG: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_SHORT_SLUG: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+){0,2}")  # a slug with fewer than three hyphens
 _ID_SHAPES: Final = (CANONICAL, AGENTFY_WORDS_LEGACY, AGENTFY_UUID_LEGACY,
                      *(shape for product in ("bonsite", "securify", "store-deputy")
                        for shape in PRODUCT_LEGACY_ID_FORMATS[product]))
@@ -46,6 +47,13 @@ def looks_like_an_id(value: str) -> bool:
     if value.count("-") < 3:  # every ID shape has at least three hyphens (a UUID has four)
         return False
     return value == NIL_UUID or any(shape.match(value, None) for shape in _ID_SHAPES)
+
+
+def is_short_key(value: str) -> bool:
+    """Whether ``value`` is certainly a valid ``agent_key`` by a cheap test: a slug of at most 100 characters
+    with fewer than three hyphens, which no ID shape has.  ``False`` says nothing (ask
+    :func:`agent_key_problem`); it lets a look-up by the commonest keys skip the ID checks."""
+    return len(value) <= AGENT_KEY_MAX_LENGTH and _SHORT_SLUG.fullmatch(value) is not None
 
 
 def agent_key_problem(value: object) -> str | None:

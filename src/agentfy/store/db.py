@@ -15,7 +15,6 @@ two writers queue on the busy timeout instead of deadlocking on a lock upgrade).
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import re
 import sqlite3
@@ -25,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Final, TypeAlias
 
 import sqlalchemy as sa
@@ -184,6 +184,7 @@ class Database:
         self.url = database_url(url)
         self.engine = create_engine(self.url)
         self.dialect: str = self.engine.dialect.name
+        self._sqlite = self.dialect == "sqlite"
         self.random = random
         self._connections = Connections(self.engine, pool if pool is not None else PoolSettings.from_env())
         #: Committed changes that can stale a cache, for this process's caches and WebSocket clients.
@@ -236,54 +237,16 @@ class Database:
     def pool(self) -> Connections:
         return self._connections
 
-    @contextmanager
-    def transaction(self, *, write: bool = True) -> Iterator[Tx]:
-        """A transaction: committed when the block ends normally, rolled back when it raises.
+    def transaction(self, *, write: bool = True) -> Tx:
+        """A transaction, for ``with db.transaction() as tx:``: begun when the block starts, committed when it
+        ends normally, rolled back when it raises.
 
         A connection whose transaction could not be ended cleanly is closed, never reused.  A database that
         cannot be reached, a pool with no free connection, or (SQLite) a write lock not obtained within the
-        busy timeout raise :class:`UnavailableError` before the block runs.
+        busy timeout raise :class:`UnavailableError` before the block runs.  ``write=False`` is a read: on
+        SQLite it takes no write lock (``BEGIN`` rather than ``BEGIN IMMEDIATE``).
         """
-        tx = self._begin(write)
-        connection, cursor = tx._connection, tx._cursor
-        try:
-            yield tx
-            tx.commit()
-        except BaseException:
-            if not tx.rollback():
-                self._connections.discard(connection)
-                raise
-            self._connections.release(connection, cursor)
-            raise
-        self._connections.release(connection, cursor)
-        for callback in tx._after_commit:
-            callback()
-
-    def _begin(self, write: bool) -> Tx:
-        """A begun transaction on a live connection.  A pooled connection the server killed fails at its
-        ``BEGIN``: it is discarded with every idle one (killed together, most likely) and a new one is tried."""
-        for attempt in range(_BEGIN_ATTEMPTS):
-            try:
-                connection, cursor = self._connections.acquire()
-            except UnavailableError:
-                raise
-            except Exception as error:
-                raise UnavailableError("the database is not reachable") from error
-            tx = Tx(self, connection, cursor)
-            try:
-                tx.begin(write=write)
-                return tx
-            except Exception as error:
-                self._connections.discard(connection)
-                if _is_disconnect(error, connection) and attempt + 1 < _BEGIN_ATTEMPTS:
-                    self._connections.discard_idle()
-                    continue
-                if _is_disconnect(error, connection) or _is_operational(error) or _is_locked(error):
-                    raise UnavailableError("the database could not begin a transaction"
-                                           + (" (it is locked by another writer)" if _is_locked(error) else ""),
-                                           ) from error
-                raise StoreError("the database could not begin a transaction") from error
-        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+        return Tx(self, write)
 
     def dispose(self) -> None:
         """Close every pooled connection (tests, shutdown)."""
@@ -292,23 +255,82 @@ class Database:
 
 
 class Tx:
-    """One transaction on one driver connection; every statement of a unit of work goes through it."""
+    """One transaction on one driver connection; every statement of a unit of work goes through it.
 
-    def __init__(self, db: Database, connection: Any, cursor: Any) -> None:
+    Its own context manager (see :meth:`Database.transaction`): a class rather than a generator, and one
+    object rather than two, because this is the path of every request, and a generator's enter and exit cost
+    more than SQLite's ``BEGIN`` and ``COMMIT`` together.
+    """
+
+    __slots__ = ("_after_commit", "_broken", "_changes", "_compiled", "_connection", "_cursor", "_failed", "_open",
+                 "_savepoints", "_sqlite", "_write", "db")
+
+    def __init__(self, db: Database, write: bool) -> None:
         self.db = db
+        self._write = write
         self._compiled = db._compiled
-        self._connection = connection
-        self._cursor = cursor
-        self._sqlite = db.dialect == "sqlite"
-        self._savepoints = itertools.count()
-        self._open = False
-        self._broken = False
-        self._failed = False
-        self._after_commit: list[Callable[[], None]] = []
-        self._changes: list[Change] = []
+        self._sqlite = db._sqlite
+        self._savepoints = 0
+        self._open = self._broken = self._failed = False
+        # Made on first use: most transactions (every read) never need them.
+        self._after_commit: list[Callable[[], None]] | None = None
+        self._changes: list[Change] | None = None
+
+    def __enter__(self) -> Tx:
+        """Begin on a live connection.  A pooled connection the server killed fails at its ``BEGIN``: it is
+        discarded with every idle one (killed together, most likely) and a new one is tried."""
+        connections = self.db._connections
+        begin = "BEGIN IMMEDIATE" if self._write and self._sqlite else "BEGIN"
+        for attempt in range(_BEGIN_ATTEMPTS):
+            try:
+                self._connection, self._cursor = connection, cursor = connections.acquire()
+            except UnavailableError:
+                raise
+            except Exception as error:
+                raise UnavailableError("the database is not reachable") from error
+            try:
+                # PostgreSQL connections are in autocommit mode (see agentfy.store.pool): BEGIN is explicit.
+                cursor.execute(begin)
+            except Exception as error:
+                connections.discard(connection)
+                if _is_disconnect(error, connection) and attempt + 1 < _BEGIN_ATTEMPTS:
+                    connections.discard_idle()
+                    continue
+                if _is_disconnect(error, connection) or _is_operational(error) or _is_locked(error):
+                    raise UnavailableError("the database could not begin a transaction"
+                                           + (" (it is locked by another writer)" if _is_locked(error) else ""),
+                                           ) from error
+                raise StoreError("the database could not begin a transaction") from error
+            self._open = True
+            return self
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if exc_type is not None:
+            self._end_unclean()
+            return  # the block's exception propagates
+        try:
+            self.commit()
+        except BaseException:
+            self._end_unclean()
+            raise
+        self.db._connections.release(self._connection, self._cursor)
+        if self._after_commit:
+            for callback in self._after_commit:
+                callback()
+
+    def _end_unclean(self) -> None:
+        """Roll back; a connection that could not (or that broke while committing) is closed, not reused."""
+        if self.rollback():
+            self.db._connections.release(self._connection, self._cursor)
+        else:
+            self.db._connections.discard(self._connection)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once this transaction has committed (never if it rolls back)."""
+        if self._after_commit is None:
+            self._after_commit = []
         self._after_commit.append(callback)
 
     def record_change(self, change: Change) -> None:
@@ -316,15 +338,12 @@ class Tx:
         process's when the transaction commits (on PostgreSQL by ``pg_notify`` sent in this transaction, so
         it is delivered exactly when the change commits and never when it rolls back)."""
         change.encode()  # refuse an unknown or oversized change now, not at COMMIT
+        if self._changes is None:
+            self._changes = []
         self._changes.append(change)
         self.db.changes.noticed(change)
 
     # -- transaction control -------------------------------------------------------------------------
-    def begin(self, *, write: bool) -> None:
-        # PostgreSQL connections are in autocommit mode (see agentfy.store.pool): BEGIN is explicit there too.
-        self._cursor.execute("BEGIN IMMEDIATE" if write and self._sqlite else "BEGIN")
-        self._open = True
-
     def commit(self) -> None:
         if not self._open:
             return
@@ -374,8 +393,9 @@ class Tx:
     @contextmanager
     def savepoint(self) -> Iterator[None]:
         """A nested unit: rolled back alone when the block raises (the transaction stays usable)."""
-        name = f"sp_{next(self._savepoints)}"
-        failed_before, changes_before = self._failed, len(self._changes)
+        name = f"sp_{self._savepoints}"
+        self._savepoints += 1
+        failed_before, changes_before = self._failed, len(self._changes or ())
         self._cursor.execute(f"SAVEPOINT {name}")
         try:
             yield
@@ -383,7 +403,8 @@ class Tx:
             self._cursor.execute(f"ROLLBACK TO SAVEPOINT {name}")
             self._cursor.execute(f"RELEASE SAVEPOINT {name}")
             self._failed = failed_before  # the failure was undone with the savepoint
-            del self._changes[changes_before:]  # and so were its changes
+            if self._changes:
+                del self._changes[changes_before:]  # and so were its changes
             raise
         self._cursor.execute(f"RELEASE SAVEPOINT {name}")
 

@@ -89,6 +89,7 @@ class Connections:
         self._engine = engine
         self._autocommit = engine.dialect.name == "postgresql"
         self.settings = settings
+        self._keep = settings.size  # idle connections kept
         self._idle: collections.deque[tuple[Any, Any]] = collections.deque()
         self._permits: collections.deque[None] = collections.deque([None] * settings.limit)
         self._freed = threading.Condition()
@@ -122,7 +123,7 @@ class Connections:
 
     def release(self, connection: Any, cursor: Any) -> None:
         """Return a connection whose transaction ended cleanly."""
-        if len(self._idle) < self.settings.size:
+        if len(self._idle) < self._keep:
             self._idle.append((connection, cursor))
         else:
             _close(connection)

@@ -9,7 +9,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from agentfy.gateway import agent_ops
 from agentfy.gateway.agent_ops import agent_out
-from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.app import Authenticated
 from agentfy.gateway.pages import Cursor, Limit, Page
 from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AGENT_REF_PATTERN, AgentIn, AgentOut, AgentPatch
 from agentfy.store.paging import DEFAULT_LIMIT
@@ -20,37 +20,37 @@ AgentRef = Annotated[str, Path(description=AGENT_REF_DESCRIPTION, max_length=100
 
 
 @router.post("/agents", operation_id="agents.create", status_code=201, response_model=AgentOut)
-def create_agent(body: AgentIn, who: Authenticated, gateway: Gateway) -> AgentOut:
+def create_agent(body: AgentIn, call: Authenticated) -> AgentOut:
     """Create an agent in the caller's organization (operator or higher). A taken agent_key is 409."""
-    return agent_out(agent_ops.create_agent(gateway, who, body))
+    return agent_out(agent_ops.create_agent(call.gateway, call.who, body))
 
 
 @router.get("/agents", operation_id="agents.list", response_model=Page[AgentOut])
-def list_agents(who: Authenticated, gateway: Gateway, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None,
+def list_agents(call: Authenticated, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None,
                 ) -> Page[AgentOut]:
     """The caller's organization's agents, by key, a page at a time."""
-    return agent_ops.list_agents(gateway, who, limit=limit, cursor=cursor)
+    return agent_ops.list_agents(call.gateway, call.who, limit=limit, cursor=cursor)
 
 
 @router.get("/agents/{agent}", operation_id="agents.get", response_model=AgentOut)
-async def get_agent(agent: AgentRef, who: Authenticated, gateway: Gateway) -> AgentOut:
+async def get_agent(agent: AgentRef, call: Authenticated) -> AgentOut | Response:
     """One agent by ID or key (served from the router's cache when warm). Another organization's: 404."""
-    loop = gateway.router.get_cached(who.context(), agent)  # the hot path: no thread hop, no database
+    loop = call.gateway.router.get_cached(call.who.context(), agent)  # the hot path: no thread hop, no database
     if loop is not None:
-        return agent_out(loop.agent)
-    found = (agent_ops.get_agent(gateway, who, agent) if gateway.inline_lookups
-             else await run_in_threadpool(agent_ops.get_agent, gateway, who, agent))
+        return Response(agent_ops.rendered(call.gateway, loop.agent), media_type="application/json")
+    found = (agent_ops.get_agent(call.gateway, call.who, agent) if call.gateway.inline_lookups
+             else await run_in_threadpool(agent_ops.get_agent, call.gateway, call.who, agent))
     return agent_out(found)
 
 
 @router.patch("/agents/{agent}", operation_id="agents.update", response_model=AgentOut)
-def update_agent(agent: AgentRef, body: AgentPatch, who: Authenticated, gateway: Gateway) -> AgentOut:
+def update_agent(agent: AgentRef, body: AgentPatch, call: Authenticated) -> AgentOut:
     """Rename (a new agent_key; the ID never changes) and/or update (operator or higher)."""
-    return agent_out(agent_ops.update_agent(gateway, who, agent, body))
+    return agent_out(agent_ops.update_agent(call.gateway, call.who, agent, body))
 
 
 @router.delete("/agents/{agent}", operation_id="agents.delete", status_code=204, response_class=Response)
-def delete_agent(agent: AgentRef, who: Authenticated, gateway: Gateway) -> Response:
+def delete_agent(agent: AgentRef, call: Authenticated) -> Response:
     """Delete an agent and everything it owns (admin or higher)."""
-    agent_ops.delete_agent(gateway, who, agent)
+    agent_ops.delete_agent(call.gateway, call.who, agent)
     return Response(status_code=204)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.app import Authenticated
 from agentfy.gateway.auth import Principal
 from agentfy.gateway.errors import ApiError
 from agentfy.gateway.pages import Cursor, Limit, Page, empty, paged
@@ -50,49 +50,48 @@ def _job_in_reach(tx: Tx, who: Principal, operation: str, job_id: str) -> CronJo
 
 
 @router.post("/agents/{agent}/cron-jobs", operation_id="cron.create", status_code=201, response_model=CronJobOut)
-def create_cron_job(agent: AgentRef, body: CronJobIn, who: Authenticated, gateway: Gateway) -> CronJobOut:
+def create_cron_job(agent: AgentRef, body: CronJobIn, call: Authenticated) -> CronJobOut:
     """Schedule the agent (operator).  The job runs in the scope of the user the key acts as."""
-    actor = _actor(who)
-    with gateway.db.transaction() as tx:
-        agent_id = agent_in(tx, who, agent).id
-        job = cron.create_cron_job(tx, who.scope, agent_id, created_by=actor, schedule=body.schedule,
-                                   user_id_scope=who.context().user_id or "", payload=body.payload,
+    actor = _actor(call.who)
+    with call.gateway.db.transaction() as tx:
+        agent_id = agent_in(tx, call.who, agent).id
+        job = cron.create_cron_job(tx, call.who.scope, agent_id, created_by=actor, schedule=body.schedule,
+                                   user_id_scope=call.who.context().user_id or "", payload=body.payload,
                                    enabled=body.enabled)
     return job_out(job)
 
 
 @router.get("/agents/{agent}/cron-jobs", operation_id="cron.list", response_model=Page[CronJobOut])
-def list_cron_jobs(agent: AgentRef, who: Authenticated, gateway: Gateway,
+def list_cron_jobs(agent: AgentRef, call: Authenticated,
                    limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[CronJobOut]:
     """The agent's cron jobs, oldest first, a page at a time: those running in memory scopes the caller may see."""
-    agent_id = agent_loop(gateway, who, agent).agent.id
-    nothing, user_id = scope_filter(who, "cron.list", None)
+    agent_id = agent_loop(call.gateway, call.who, agent).agent.id
+    nothing, user_id = scope_filter(call.who, "cron.list", None)
     if nothing:
         return empty()
-    return paged(gateway, who, "cron.list", cron.OF_AGENT_PAGES, fetch=lambda tx, **page: cron.list_cron_jobs(
-        tx, who.scope, agent_id, user_id=user_id, **page), out=job_out, limit=limit, cursor=cursor)
+    return paged(call.gateway, call.who, "cron.list", cron.OF_AGENT_PAGES, fetch=lambda tx, **page: cron.list_cron_jobs(
+        tx, call.who.scope, agent_id, user_id=user_id, **page), out=job_out, limit=limit, cursor=cursor)
 
 
 @router.get("/cron-jobs/{job_id}", operation_id="cron.get", response_model=CronJobOut)
-def get_cron_job(job_id: CronJobIdPath, who: Authenticated, gateway: Gateway) -> CronJobOut:
+def get_cron_job(job_id: CronJobIdPath, call: Authenticated) -> CronJobOut:
     """One cron job.  Another organization's, or one in a scope the caller may not see: 404, like a missing one."""
-    with gateway.db.transaction(write=False) as tx:
-        return job_out(_job_in_reach(tx, who, "cron.get", job_id))
+    with call.gateway.db.transaction(write=False) as tx:
+        return job_out(_job_in_reach(tx, call.who, "cron.get", job_id))
 
 
 @router.patch("/cron-jobs/{job_id}", operation_id="cron.update", response_model=CronJobOut)
-def set_cron_job_enabled(job_id: CronJobIdPath, body: CronJobPatch, who: Authenticated,
-                         gateway: Gateway) -> CronJobOut:
+def set_cron_job_enabled(job_id: CronJobIdPath, body: CronJobPatch, call: Authenticated) -> CronJobOut:
     """Enable or disable a cron job (operator)."""
-    with gateway.db.transaction() as tx:
-        _job_in_reach(tx, who, "cron.update", job_id)
-        return job_out(cron.set_cron_job_enabled(tx, who.scope, job_id, body.enabled))
+    with call.gateway.db.transaction() as tx:
+        _job_in_reach(tx, call.who, "cron.update", job_id)
+        return job_out(cron.set_cron_job_enabled(tx, call.who.scope, job_id, body.enabled))
 
 
 @router.delete("/cron-jobs/{job_id}", operation_id="cron.delete", status_code=204, response_class=Response)
-def delete_cron_job(job_id: CronJobIdPath, who: Authenticated, gateway: Gateway) -> Response:
+def delete_cron_job(job_id: CronJobIdPath, call: Authenticated) -> Response:
     """Delete a cron job (operator)."""
-    with gateway.db.transaction() as tx:
-        _job_in_reach(tx, who, "cron.delete", job_id)
-        cron.delete_cron_job(tx, who.scope, job_id)
+    with call.gateway.db.transaction() as tx:
+        _job_in_reach(tx, call.who, "cron.delete", job_id)
+        cron.delete_cron_job(tx, call.who.scope, job_id)
     return Response(status_code=204)

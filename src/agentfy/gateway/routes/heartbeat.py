@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from agentfy.gateway import agent_ops
-from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.app import Authenticated
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas_admin import HeartbeatOut
 
@@ -13,7 +13,7 @@ router = APIRouter(tags=["agents"])
 
 
 @router.post("/agents/{agent}/heartbeat", operation_id="agents.heartbeat", response_model=HeartbeatOut)
-def heartbeat(agent: AgentRef, who: Authenticated, gateway: Gateway) -> HeartbeatOut:
+def heartbeat(agent: AgentRef, call: Authenticated) -> HeartbeatOut:
     """Check in with an agent named by ID or agent_key: its loop is loaded into (or found in) the router's
     cache, and the answer carries both identities and whether a run is in progress."""
-    return agent_ops.heartbeat(gateway, who, agent)
+    return agent_ops.heartbeat(call.gateway, call.who, agent)

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Path
 
 from agentfy.cutover.hops import resolve_migrated_id
-from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.app import Authenticated
 from agentfy.ids import explain_id, id_prefix_of
 from agentfy.store.db import Tx
 from agentfy.store.schema import metadata
@@ -30,16 +30,16 @@ _EXISTS = {prefix: sa.select(sa.literal(1)).select_from(table).where(
 
 @router.get("/ids/{value}", operation_id="ids.explain")
 def explain(value: Annotated[str, Path(max_length=200, description="Any value; it is explained, not trusted.")],
-            who: Authenticated, gateway: Gateway) -> dict[str, Any]:
+            call: Authenticated) -> dict[str, Any]:
     """Format, entity and words of ``value``, what is wrong with it if anything, whether it exists in the
     caller's organization (false for another organization's rows: they are not yours), and — for an ID the
     cutover replaced — the ID it became (``migrated_to``), followed through every recorded hop, shown only
     when that ID is the caller's.  Old addresses are not aliases: they still answer 404 elsewhere."""
     report = explain_id(value).as_dict()
-    with gateway.db.transaction(write=False) as tx:
-        report["exists_in_your_organization"] = _exists(tx, value, who.tenant_id)
+    with call.gateway.db.transaction(write=False) as tx:
+        report["exists_in_your_organization"] = _exists(tx, value, call.who.tenant_id)
         current = resolve_migrated_id(tx, value)
-        visible = current is not None and _exists(tx, current, who.tenant_id)
+        visible = current is not None and _exists(tx, current, call.who.tenant_id)
     report["migrated_to"] = current if visible else None
     return report
 

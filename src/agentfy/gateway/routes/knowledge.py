@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.app import Authenticated
 from agentfy.gateway.auth import Principal
 from agentfy.gateway.pages import Cursor, Limit, Page, empty, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
@@ -74,7 +74,7 @@ def _inputs(tx: Tx, who: Principal, body: GraphIngestIn) -> tuple[list[EntityInp
 
 
 @router.post("/knowledge/ingest", operation_id="knowledge.ingest", status_code=201, response_model=GraphIngestOut)
-def ingest(body: GraphIngestIn, who: Authenticated, gateway: Gateway) -> GraphIngestOut:
+def ingest(body: GraphIngestIn, call: Authenticated) -> GraphIngestOut:
     """Ingest entities and relations in one go, all or nothing (operator or higher).
 
     Each row's ``agent`` is an agent ID or key; a relation's ``source``/``target`` is an entity index in
@@ -83,11 +83,11 @@ def ingest(body: GraphIngestIn, who: Authenticated, gateway: Gateway) -> GraphIn
     and nothing is written. Returns the new IDs in input order.
     """
     for entity in body.entities:
-        require_scope(who, "knowledge.ingest", entity.user_id)
+        require_scope(call.who, "knowledge.ingest", entity.user_id)
     try:
-        with gateway.db.transaction() as tx:  # agents are resolved in the writing transaction
-            entities, relations = _inputs(tx, who, body)
-            result = knowledge.ingest_graph(tx, who.scope, entities=entities, relations=relations)
+        with call.gateway.db.transaction() as tx:  # agents are resolved in the writing transaction
+            entities, relations = _inputs(tx, call.who, body)
+            result = knowledge.ingest_graph(tx, call.who.scope, entities=entities, relations=relations)
     except (InvalidIdError, InvalidAgentKeyError, StoreError) as error:
         translated = renamed(error, _RENAME)
         if translated is error:
@@ -98,31 +98,31 @@ def ingest(body: GraphIngestIn, who: Authenticated, gateway: Gateway) -> GraphIn
 
 @router.get("/agents/{agent}/knowledge/entities", operation_id="knowledge.entities.list",
             response_model=Page[KgEntityOut])
-def list_entities(agent: AgentRef, who: Authenticated, gateway: Gateway,
+def list_entities(agent: AgentRef, call: Authenticated,
                   limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[KgEntityOut]:
     """The agent's knowledge-graph entities, by name, a page at a time: those of memory scopes the caller may
     see."""
-    agent_id = agent_loop(gateway, who, agent).agent.id
-    nothing, user_id = scope_filter(who, "knowledge.entities.list", None)
+    agent_id = agent_loop(call.gateway, call.who, agent).agent.id
+    nothing, user_id = scope_filter(call.who, "knowledge.entities.list", None)
     if nothing:
         return empty()
-    return paged(gateway, who, "knowledge.entities.list", knowledge.ENTITY_PAGES, fetch=lambda tx, **page:
-                 knowledge.list_entities(tx, who.scope, agent_id, user_id=user_id, **page), out=entity_out,
+    return paged(call.gateway, call.who, "knowledge.entities.list", knowledge.ENTITY_PAGES, fetch=lambda tx, **page:
+                 knowledge.list_entities(tx, call.who.scope, agent_id, user_id=user_id, **page), out=entity_out,
                  limit=limit, cursor=cursor)
 
 
 @router.get("/agents/{agent}/knowledge/relations", operation_id="knowledge.relations.list",
             response_model=Page[KgRelationOut])
-def list_relations(agent: AgentRef, who: Authenticated, gateway: Gateway,
+def list_relations(agent: AgentRef, call: Authenticated,
                    limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[KgRelationOut]:
     """The agent's knowledge-graph relations, oldest first, a page at a time: those whose two entities are both
     in a memory scope the caller may see."""
-    agent_id = agent_loop(gateway, who, agent).agent.id
-    nothing, user_id = scope_filter(who, "knowledge.relations.list", None)
+    agent_id = agent_loop(call.gateway, call.who, agent).agent.id
+    nothing, user_id = scope_filter(call.who, "knowledge.relations.list", None)
     if nothing:
         return empty()
-    return paged(gateway, who, "knowledge.relations.list", knowledge.RELATION_PAGES, fetch=lambda tx, **page:
-                 knowledge.list_relations(tx, who.scope, agent_id, user_id=user_id, **page), out=relation_out,
+    return paged(call.gateway, call.who, "knowledge.relations.list", knowledge.RELATION_PAGES, fetch=lambda tx, **page:
+                 knowledge.list_relations(tx, call.who.scope, agent_id, user_id=user_id, **page), out=relation_out,
                  limit=limit, cursor=cursor)
 
 

@@ -10,7 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.app import Authenticated
 from agentfy.gateway.pages import Cursor, Limit, Page, empty, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
@@ -42,7 +42,7 @@ def _rename(field: str) -> str:
 
 @router.post("/agents/{agent}/memory/documents:batch-upsert", operation_id="memory.documents.upsert",
              response_model=MemoryBatchOut)
-def upsert_documents(agent: AgentRef, body: MemoryBatchIn, who: Authenticated, gateway: Gateway) -> MemoryBatchOut:
+def upsert_documents(agent: AgentRef, body: MemoryBatchIn, call: Authenticated) -> MemoryBatchOut:
     """Upsert a batch of the agent's memory documents by (user_id, path), all or nothing (operator or higher).
 
     Returns the IDs in input order (an existing document keeps its ID). A bad row — an empty path, a
@@ -50,13 +50,13 @@ def upsert_documents(agent: AgentRef, body: MemoryBatchIn, who: Authenticated, g
     is missing or another organization's is 404; nothing is written either way.
     """
     for document in body.documents:
-        require_scope(who, "memory.documents.upsert", document.user_id)
+        require_scope(call.who, "memory.documents.upsert", document.user_id)
     rows = [MemoryDocumentInput(user_id=d.user_id, path=d.path, content=d.content, metadata=d.metadata)
             for d in body.documents]
     try:
-        with gateway.db.transaction() as tx:
-            agent_id = agent_in(tx, who, agent).id
-            ids = memory.upsert_memory_documents(tx, who.scope, agent_id, rows)
+        with call.gateway.db.transaction() as tx:
+            agent_id = agent_in(tx, call.who, agent).id
+            ids = memory.upsert_memory_documents(tx, call.who.scope, agent_id, rows)
     except (InvalidIdError, InvalidAgentKeyError, StoreError) as error:
         translated = renamed(error, _rename)
         if translated is error:
@@ -67,16 +67,16 @@ def upsert_documents(agent: AgentRef, body: MemoryBatchIn, who: Authenticated, g
 
 @router.get("/agents/{agent}/memory/documents", operation_id="memory.documents.list",
             response_model=Page[MemoryDocumentOut])
-def list_documents(agent: AgentRef, who: Authenticated, gateway: Gateway, *,
+def list_documents(agent: AgentRef, call: Authenticated, *,
                    user_id: Annotated[str | None, Query(max_length=200, description=(
                        "Only this memory scope's documents (empty: the agent's own)."))] = None,
                    limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[MemoryDocumentOut]:
     """The agent's memory documents, by scope and path (one scope's with ``user_id``), a page at a time: only those
     of scopes the caller may see (a member: its own person's; naming another scope is 403)."""
-    nothing, scope = scope_filter(who, "memory.documents.list", user_id)
-    agent_id = agent_loop(gateway, who, agent).agent.id
+    nothing, scope = scope_filter(call.who, "memory.documents.list", user_id)
+    agent_id = agent_loop(call.gateway, call.who, agent).agent.id
     if nothing:
         return empty()
-    return paged(gateway, who, "memory.documents.list", memory.DOC_PAGES, fetch=lambda tx, **page:
-                 memory.list_memory_documents(tx, who.scope, agent_id, user_id=scope, **page), out=document_out,
+    return paged(call.gateway, call.who, "memory.documents.list", memory.DOC_PAGES, fetch=lambda tx, **page:
+                 memory.list_memory_documents(tx, call.who.scope, agent_id, user_id=scope, **page), out=document_out,
                  limit=limit, cursor=cursor)

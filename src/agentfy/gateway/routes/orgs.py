@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from fastapi import APIRouter, Response
 
-from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.app import Authenticated
 from agentfy.gateway.auth import ROLE_RANK, Principal
 from agentfy.gateway.errors import ApiError
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
@@ -80,12 +80,12 @@ def _require_outranked(who: Principal, role: str, action: str) -> None:
 
 # -- platform administration ----------------------------------------------------------------------------------
 @router.post("/orgs", operation_id="orgs.create", status_code=201, response_model=OrgCreated)
-def create_organization(body: OrgIn, who: Authenticated, gateway: Gateway) -> OrgCreated:
+def create_organization(body: OrgIn, call: Authenticated) -> OrgCreated:
     """Create an organization (platform admin) with an owner API key, returned this once.
 
     With ``owner``, the person is created as the organization's owner and the key acts as them.
     A taken slug is 409."""
-    with gateway.db.transaction() as tx:
+    with call.gateway.db.transaction() as tx:
         org = orgs.create_organization(tx, slug=body.slug, name=body.name, settings=body.settings)
         scope = Scope(org.id)
         owner = None
@@ -99,47 +99,47 @@ def create_organization(body: OrgIn, who: Authenticated, gateway: Gateway) -> Or
 
 
 @router.get("/orgs", operation_id="orgs.list", response_model=Page[OrgOut])
-def list_organizations(who: Authenticated, gateway: Gateway,
+def list_organizations(call: Authenticated,
                        limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[OrgOut]:
     """Every organization, by slug, a page at a time (platform admin)."""
-    return paged(gateway, who, "orgs.list", orgs.ORG_PAGES, fetch=orgs.list_organizations, out=org_out,
+    return paged(call.gateway, call.who, "orgs.list", orgs.ORG_PAGES, fetch=orgs.list_organizations, out=org_out,
                  limit=limit, cursor=cursor)
 
 
 @router.delete("/orgs/{org_id}", operation_id="orgs.delete", status_code=204, response_class=Response)
-def delete_organization(org_id: OrgIdPath, who: Authenticated, gateway: Gateway) -> Response:
+def delete_organization(org_id: OrgIdPath, call: Authenticated) -> Response:
     """Delete an organization and everything it owns (platform admin).  The platform organization itself
     cannot be deleted (409)."""
     org_id = parse_id(org_id, "org")
     if org_id == orgs.PLATFORM_ORG_ID:
         raise ApiError(409, "conflict", "the platform organization cannot be deleted", field="org_id",
                        value=org_id)
-    with gateway.db.transaction() as tx:
+    with call.gateway.db.transaction() as tx:
         orgs.delete_organization(tx, org_id)  # the change feed drops the tenant from every process's caches
     return Response(status_code=204)
 
 
 # -- the caller's organization ----------------------------------------------------------------------------------
 @router.get("/org", operation_id="org.get", response_model=OrgOut)
-def get_organization(who: Authenticated, gateway: Gateway) -> OrgOut:
+def get_organization(call: Authenticated) -> OrgOut:
     """The caller's own organization."""
-    with gateway.db.transaction(write=False) as tx:
-        return org_out(orgs.get_organization(tx, who.scope))
+    with call.gateway.db.transaction(write=False) as tx:
+        return org_out(orgs.get_organization(tx, call.who.scope))
 
 
 @router.put("/org/default-agent", operation_id="org.default_agent.set", response_model=OrgOut)
-def set_default_agent(body: DefaultAgentIn, who: Authenticated, gateway: Gateway) -> OrgOut:
+def set_default_agent(body: DefaultAgentIn, call: Authenticated) -> OrgOut:
     """Make an agent (by ID or agent_key) the organization's default, or clear it with null (admin)."""
-    with gateway.db.transaction() as tx:
-        agent_id = None if body.agent is None else agent_in(tx, who, body.agent).id
-        orgs.set_default_agent(tx, who.scope, agent_id)
-        return org_out(orgs.get_organization(tx, who.scope))
+    with call.gateway.db.transaction() as tx:
+        agent_id = None if body.agent is None else agent_in(tx, call.who, body.agent).id
+        orgs.set_default_agent(tx, call.who.scope, agent_id)
+        return org_out(orgs.get_organization(tx, call.who.scope))
 
 
 @router.post("/org/members", operation_id="org.members.add", status_code=201, response_model=MemberOut | InvitedOut,
              responses={202: {"model": InvitedOut, "description": "An existing person was invited; they become "
                                                                   "a member when they accept."}})
-def add_member(body: MemberIn, who: Authenticated, gateway: Gateway, response: Response) -> MemberOut | InvitedOut:
+def add_member(body: MemberIn, call: Authenticated, response: Response) -> MemberOut | InvitedOut:
     """Add a new person as a member (``display_name``, ``email``: 201), or invite an existing one (``user_id``:
     202 with the invitation; they join only by accepting with a credential of their own).
 
@@ -149,67 +149,68 @@ def add_member(body: MemberIn, who: Authenticated, gateway: Gateway, response: R
     if (body.user_id is None) == (body.display_name is None):
         raise ApiError(422, "invalid_input", "give either user_id (an existing person, invited) or display_name "
                        "(a new person)", field="user_id")
-    _require_outranked(who, body.role, "hand out")
-    with gateway.db.transaction() as tx:
+    _require_outranked(call.who, body.role, "hand out")
+    with call.gateway.db.transaction() as tx:
         if body.user_id is not None:
-            invitation = invitations.invite(tx, who.scope, body.user_id, body.role, invited_by=who.user_id)
+            invitation = invitations.invite(tx, call.who.scope, body.user_id, body.role, invited_by=call.who.user_id)
             response.status_code = 202
             return InvitedOut(invitation=invitation_out(invitation))
         user_id = orgs.create_user(tx, display_name=body.display_name or "", email=body.email).id
-        return member_out(orgs.add_member(tx, who.scope, user_id, body.role))
+        return member_out(orgs.add_member(tx, call.who.scope, user_id, body.role))
 
 
 @router.get("/org/members", operation_id="org.members.list", response_model=Page[MemberOut])
-def list_members(who: Authenticated, gateway: Gateway,
+def list_members(call: Authenticated,
                  limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[MemberOut]:
     """The organization's members and their roles, a page at a time."""
-    return paged(gateway, who, "org.members.list", orgs.MEMBER_PAGES, fetch=lambda tx, **page: orgs.list_members(
-        tx, who.scope, **page), out=member_out, limit=limit, cursor=cursor)
+    return paged(call.gateway, call.who, "org.members.list", orgs.MEMBER_PAGES,
+                 fetch=lambda tx, **page: orgs.list_members(tx, call.who.scope, **page),
+                 out=member_out, limit=limit, cursor=cursor)
 
 
 @router.patch("/org/members/{user_id}", operation_id="org.members.update", response_model=MemberOut)
-def update_member(user_id: UserIdPath, body: MemberPatch, who: Authenticated, gateway: Gateway) -> MemberOut:
+def update_member(user_id: UserIdPath, body: MemberPatch, call: Authenticated) -> MemberOut:
     """Change a member's role (admin or higher; neither the member's role nor the new one may be above the
     key's: 403).  A demotion narrows every key acting as them at once; the last owner cannot be demoted
     (409).  Not a member: 404."""
-    _require_outranked(who, body.role, "hand out")
-    with gateway.db.transaction() as tx:
-        role = orgs.member_role(tx, who.scope, user_id)
+    _require_outranked(call.who, body.role, "hand out")
+    with call.gateway.db.transaction() as tx:
+        role = orgs.member_role(tx, call.who.scope, user_id)
         if role is None:
             raise NotFoundError("member", user_id)
-        _require_outranked(who, role, "change")
-        return member_out(orgs.set_member_role(tx, who.scope, user_id, body.role))
+        _require_outranked(call.who, role, "change")
+        return member_out(orgs.set_member_role(tx, call.who.scope, user_id, body.role))
 
 
 @router.delete("/org/members/{user_id}", operation_id="org.members.remove", status_code=204,
                response_class=Response)
-def remove_member(user_id: UserIdPath, who: Authenticated, gateway: Gateway) -> Response:
+def remove_member(user_id: UserIdPath, call: Authenticated) -> Response:
     """Remove a member (admin; a member whose role outranks the key's: 403); every key acting as them is
     revoked at once.  The last owner cannot leave (409).  Not a member: 404."""
-    with gateway.db.transaction() as tx:
-        role = orgs.member_role(tx, who.scope, user_id)
+    with call.gateway.db.transaction() as tx:
+        role = orgs.member_role(tx, call.who.scope, user_id)
         if role is None:
             raise NotFoundError("member", user_id)
-        _require_outranked(who, role, "remove")
-        orgs.remove_member(tx, who.scope, user_id)
+        _require_outranked(call.who, role, "remove")
+        orgs.remove_member(tx, call.who.scope, user_id)
     return Response(status_code=204)
 
 
 # -- invitations ----------------------------------------------------------------------------------------------
 @router.get("/org/invitations", operation_id="org.invitations.list", response_model=Page[InvitationOut])
-def list_org_invitations(who: Authenticated, gateway: Gateway,
+def list_org_invitations(call: Authenticated,
                          limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[InvitationOut]:
     """The organization's invitations waiting for an answer, a page at a time (admin)."""
-    return paged(gateway, who, "org.invitations.list", invitations.OF_ORG_PAGES, fetch=lambda tx, **page:
-                 invitations.pending_of_org(tx, who.scope, **page), out=invitation_out, limit=limit, cursor=cursor)
+    return paged(call.gateway, call.who, "org.invitations.list", invitations.OF_ORG_PAGES, fetch=lambda tx, **page:
+                 invitations.pending_of_org(tx, call.who.scope, **page), out=invitation_out, limit=limit, cursor=cursor)
 
 
 @router.delete("/org/invitations/{invitation_id}", operation_id="org.invitations.revoke", status_code=204,
                response_class=Response)
-def withdraw_invitation(invitation_id: InvitationIdPath, who: Authenticated, gateway: Gateway) -> Response:
+def withdraw_invitation(invitation_id: InvitationIdPath, call: Authenticated) -> Response:
     """Withdraw a pending invitation (admin).  Not pending, or another organization's: 404."""
-    with gateway.db.transaction() as tx:
-        invitations.withdraw(tx, who.scope, invitation_id)
+    with call.gateway.db.transaction() as tx:
+        invitations.withdraw(tx, call.who.scope, invitation_id)
     return Response(status_code=204)
 
 
@@ -219,38 +220,38 @@ def _invited_person(who: Principal) -> str:
 
 
 @router.get("/invitations", operation_id="invitations.list", response_model=Page[InvitationOut])
-def list_my_invitations(who: Authenticated, gateway: Gateway,
+def list_my_invitations(call: Authenticated,
                         limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[InvitationOut]:
     """Invitations waiting for the answer of the person the key acts as, from any organization, a page at a
     time."""
-    person = _invited_person(who)
-    return paged(gateway, who, "invitations.list", invitations.FOR_USER_PAGES, fetch=lambda tx, **page:
+    person = _invited_person(call.who)
+    return paged(call.gateway, call.who, "invitations.list", invitations.FOR_USER_PAGES, fetch=lambda tx, **page:
                  invitations.pending_for_user(tx, person, **page), out=invitation_out, limit=limit, cursor=cursor)
 
 
 @router.post("/invitations/{invitation_id}/accept", operation_id="invitations.accept", response_model=AcceptedOut)
-def accept_invitation(invitation_id: InvitationIdPath, who: Authenticated, gateway: Gateway) -> AcceptedOut:
+def accept_invitation(invitation_id: InvitationIdPath, call: Authenticated) -> AcceptedOut:
     """Accept an invitation addressed to the person the key acts as: they become a member of the inviting
     organization (its owner can then issue keys acting as them).  Anybody else's, answered or expired: 404."""
-    person = _invited_person(who)
-    with gateway.db.transaction() as tx:
+    person = _invited_person(call.who)
+    with call.gateway.db.transaction() as tx:
         organization, member = invitations.accept(tx, invitation_id, person)
     return AcceptedOut(organization_id=organization, member=member_out(member))
 
 
 @router.post("/invitations/{invitation_id}/decline", operation_id="invitations.decline", status_code=204,
              response_class=Response)
-def decline_invitation(invitation_id: InvitationIdPath, who: Authenticated, gateway: Gateway) -> Response:
+def decline_invitation(invitation_id: InvitationIdPath, call: Authenticated) -> Response:
     """Decline an invitation addressed to the person the key acts as.  Anybody else's: 404."""
-    person = _invited_person(who)
-    with gateway.db.transaction() as tx:
+    person = _invited_person(call.who)
+    with call.gateway.db.transaction() as tx:
         invitations.decline(tx, invitation_id, person)
     return Response(status_code=204)
 
 
 # -- API keys -----------------------------------------------------------------------------------------------
 @router.post("/org/api-keys", operation_id="org.api_keys.create", status_code=201, response_model=IssuedApiKeyOut)
-def create_api_key(body: ApiKeyIn, who: Authenticated, gateway: Gateway) -> IssuedApiKeyOut:
+def create_api_key(body: ApiKeyIn, call: Authenticated) -> IssuedApiKeyOut:
     """Issue an API key of the organization (owner, with an API key: never a signed context); the plaintext is
     in this response only.
 
@@ -259,34 +260,35 @@ def create_api_key(body: ApiKeyIn, who: Authenticated, gateway: Gateway) -> Issu
     expires_at = None if body.expires_in_days is None else \
         (datetime.now(UTC).replace(tzinfo=None) + timedelta(days=body.expires_in_days)).isoformat(
             timespec="microseconds") + "Z"
-    with gateway.db.transaction() as tx:
+    with call.gateway.db.transaction() as tx:
         if body.user_id is not None:
-            member_role = orgs.member_role(tx, who.scope, body.user_id)
+            member_role = orgs.member_role(tx, call.who.scope, body.user_id)
             if member_role is None:
                 raise NotFoundError("user", body.user_id)
             if ROLE_RANK[body.role] > ROLE_RANK[member_role]:
                 raise ApiError(422, "invalid_input", f"the key's role {body.role!r} is above the member's role "
                                f"{member_role!r}", field="role", value=body.role)
-        issued = api_keys.create_api_key(tx, who.scope, name=body.name, role=body.role, user_id=body.user_id,
+        issued = api_keys.create_api_key(tx, call.who.scope, name=body.name, role=body.role, user_id=body.user_id,
                                          expires_at=expires_at)
     return issued_out(issued)
 
 
 @router.get("/org/api-keys", operation_id="org.api_keys.list", response_model=Page[ApiKeyOut])
-def list_api_keys(who: Authenticated, gateway: Gateway,
+def list_api_keys(call: Authenticated,
                   limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[ApiKeyOut]:
     """The organization's API keys, revoked ones included, oldest first, a page at a time (owner).  Never the keys
     themselves."""
-    return paged(gateway, who, "org.api_keys.list", api_keys.PAGES, fetch=lambda tx, **page: api_keys.list_api_keys(
-        tx, who.scope, **page), out=key_out, limit=limit, cursor=cursor)
+    return paged(call.gateway, call.who, "org.api_keys.list", api_keys.PAGES,
+                 fetch=lambda tx, **page: api_keys.list_api_keys(tx, call.who.scope, **page),
+                 out=key_out, limit=limit, cursor=cursor)
 
 
 @router.delete("/org/api-keys/{key_id}", operation_id="org.api_keys.revoke", status_code=204, response_class=Response)
-def revoke_api_key(key_id: ApiKeyIdPath, who: Authenticated, gateway: Gateway) -> Response:
+def revoke_api_key(key_id: ApiKeyIdPath, call: Authenticated) -> Response:
     """Revoke an API key (owner); it and every context it signed stop working on the next request, in every
     process.  The organization's last live owner key and the platform's last platform-admin key cannot be
     revoked (409: issue another first).  Unknown or already revoked: 404."""
     key_id = parse_id(key_id, "api-key", field="key_id")
-    with gateway.db.transaction() as tx:
-        api_keys.revoke_api_key(tx, who.scope, key_id)
+    with call.gateway.db.transaction() as tx:
+        api_keys.revoke_api_key(tx, call.who.scope, key_id)
     return Response(status_code=204)

@@ -14,7 +14,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from agentfy.events.consolidation.episodic import publish_session_completed
-from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.app import Authenticated
 from agentfy.gateway.auth import Principal
 from agentfy.gateway.pages import Cursor, Limit, Page, decode_cursor, encode_cursor, invalid_cursor
 from agentfy.gateway.resolve import agent_in
@@ -55,74 +55,74 @@ def _session_in_reach(tx: Tx, who: Principal, operation: str, session_key: str) 
 
 
 @router.post("/sessions", operation_id="sessions.open", status_code=201, response_model=SessionOut)
-def open_session(body: SessionIn, who: Authenticated, gateway: Gateway) -> SessionOut:
+def open_session(body: SessionIn, call: Authenticated) -> SessionOut:
     """Open a session of an agent (named by ID or key) in a memory scope.
 
     ``user_id`` (the scope) defaults to the person the key acts as.  A member may open sessions in its own
     person's scope only (another person's, a group's or the agent's own: 403); owners, admins and operators
     in any scope.  A session key already used in the organization is 409.
     """
-    scope = body.user_id if body.user_id is not None else (who.user_id or "")
-    require_scope(who, "sessions.open", scope)
-    with gateway.db.transaction() as tx:
-        agent_id = agent_in(tx, who, body.agent).id
-        session = sessions.open_session(tx, who.scope, body.session_key, agent_id, scope)
+    scope = body.user_id if body.user_id is not None else (call.who.user_id or "")
+    require_scope(call.who, "sessions.open", scope)
+    with call.gateway.db.transaction() as tx:
+        agent_id = agent_in(tx, call.who, body.agent).id
+        session = sessions.open_session(tx, call.who.scope, body.session_key, agent_id, scope)
     return session_out(session)
 
 
 # The routes with a suffix come before GET /sessions/{session_key}: the key takes the rest of the path.
 @router.post("/sessions/{session_key:path}/messages", operation_id="sessions.messages.append", status_code=201,
              response_model=MessageOut)
-def append_message(session_key: SessionKey, body: MessageIn, who: Authenticated, gateway: Gateway) -> MessageOut:
+def append_message(session_key: SessionKey, body: MessageIn, call: Authenticated) -> MessageOut:
     """Append a message to an open session in a scope the caller may use (``user`` messages: member or higher;
     ``assistant``, ``system``, ``tool``: operator or higher). The sender is the key's user. A completed
     session is 409; a session the caller may not see is 404."""
     if body.role != "user":
-        authorize(who, "sessions.messages.append", role="operator")
-    with gateway.db.transaction() as tx:
-        _session_in_reach(tx, who, "sessions.messages.append", session_key)
-        message = sessions.append_message(tx, who.scope, session_key, body.role, body.content,
-                                          sender_id=who.user_id)
+        authorize(call.who, "sessions.messages.append", role="operator")
+    with call.gateway.db.transaction() as tx:
+        _session_in_reach(tx, call.who, "sessions.messages.append", session_key)
+        message = sessions.append_message(tx, call.who.scope, session_key, body.role, body.content,
+                                          sender_id=call.who.user_id)
     return message_out(message)
 
 
 @router.get("/sessions/{session_key:path}/messages", operation_id="sessions.messages.list",
             response_model=Page[MessageOut])
-def list_messages(session_key: SessionKey, who: Authenticated, gateway: Gateway, *,
+def list_messages(session_key: SessionKey, call: Authenticated, *,
                   after_seq: Annotated[int, Query(ge=0, le=INT64_MAX, description="Only messages after this seq.")] = 0,
                   limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[MessageOut]:
     """The session's messages, oldest first, a page at a time (``cursor``, or ``after_seq``). A missing session,
     or one the caller may not see, is 404, not an empty list."""
     if cursor is not None:
-        key = decode_cursor(gateway.signing_secret, who, "sessions.messages.list", cursor)
+        key = decode_cursor(call.gateway.signing_secret, call.who, "sessions.messages.list", cursor)
         if len(key) != 1 or type(key[0]) is not int:
             raise invalid_cursor()
         after_seq = key[0]
-    with gateway.db.transaction(write=False) as tx:
-        _session_in_reach(tx, who, "sessions.messages.list", session_key)
-        messages = sessions.list_messages(tx, who.scope, session_key, after_seq=after_seq, limit=limit + 1)
+    with call.gateway.db.transaction(write=False) as tx:
+        _session_in_reach(tx, call.who, "sessions.messages.list", session_key)
+        messages = sessions.list_messages(tx, call.who.scope, session_key, after_seq=after_seq, limit=limit + 1)
     following = None
     if len(messages) > limit:
         messages = messages[:limit]
-        following = encode_cursor(gateway.signing_secret, who, "sessions.messages.list", [messages[-1].seq])
+        following = encode_cursor(call.gateway.signing_secret, call.who, "sessions.messages.list", [messages[-1].seq])
     return Page[MessageOut](items=[message_out(m) for m in messages], next_cursor=following)
 
 
 @router.post("/sessions/{session_key:path}/complete", operation_id="sessions.complete",
              response_model=SessionCompletedOut)
-def complete_session(session_key: SessionKey, who: Authenticated, gateway: Gateway) -> SessionCompletedOut:
+def complete_session(session_key: SessionKey, call: Authenticated) -> SessionCompletedOut:
     """Complete the session and publish ``session.completed`` (with the agent's ID) in the same
     transaction. Completing it again changes nothing and publishes nothing."""
-    with gateway.db.transaction() as tx:
-        _session_in_reach(tx, who, "sessions.complete", session_key)
-        session = sessions.complete_session(tx, who.scope, session_key)
-        event = publish_session_completed(tx, who.scope, session.session_key)
+    with call.gateway.db.transaction() as tx:
+        _session_in_reach(tx, call.who, "sessions.complete", session_key)
+        session = sessions.complete_session(tx, call.who.scope, session_key)
+        event = publish_session_completed(tx, call.who.scope, session.session_key)
     return SessionCompletedOut(**session_out(session).model_dump(), event_id=event.id if event else None)
 
 
 @router.get("/sessions/{session_key:path}", operation_id="sessions.get", response_model=SessionOut)
-def get_session(session_key: SessionKey, who: Authenticated, gateway: Gateway) -> SessionOut:
+def get_session(session_key: SessionKey, call: Authenticated) -> SessionOut:
     """One session by key. Another organization's, one in a scope the caller may not see, and a missing one:
     the same 404."""
-    with gateway.db.transaction(write=False) as tx:
-        return session_out(_session_in_reach(tx, who, "sessions.get", session_key))
+    with call.gateway.db.transaction(write=False) as tx:
+        return session_out(_session_in_reach(tx, call.who, "sessions.get", session_key))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.app import Authenticated
 from agentfy.gateway.auth import ROLE_RANK, Principal
 from agentfy.gateway.errors import ApiError
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
@@ -36,42 +36,42 @@ def _managed_skill(tx: Tx, who: Principal, skill_id: str) -> Skill:
 
 
 @router.post("/skills", operation_id="skills.create", status_code=201, response_model=SkillOut)
-def create_skill(body: SkillIn, who: Authenticated, gateway: Gateway) -> SkillOut:
+def create_skill(body: SkillIn, call: Authenticated) -> SkillOut:
     """Publish a skill (operator), owned by the person the API key acts as.  A key that acts as nobody
     cannot own one (403); a name already used in the organization is 409."""
-    owner = who.context().actor_id
+    owner = call.who.context().actor_id
     assert owner is not None  # the access policy: skills.create needs a key that acts as a person
-    with gateway.db.transaction() as tx:
-        return skill_out(skills.create_skill(tx, who.scope, owner_id=owner, name=body.name, content=body.content))
+    with call.gateway.db.transaction() as tx:
+        return skill_out(skills.create_skill(tx, call.who.scope, owner_id=owner, name=body.name, content=body.content))
 
 
 @router.get("/skills", operation_id="skills.list", response_model=Page[SkillOut])
-def list_skills(who: Authenticated, gateway: Gateway,
+def list_skills(call: Authenticated,
                 limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[SkillOut]:
     """The organization's skills, by name, a page at a time."""
-    return paged(gateway, who, "skills.list", skills.PAGES, fetch=lambda tx, **page: skills.list_skills(
-        tx, who.scope, **page), out=skill_out, limit=limit, cursor=cursor)
+    return paged(call.gateway, call.who, "skills.list", skills.PAGES, fetch=lambda tx, **page: skills.list_skills(
+        tx, call.who.scope, **page), out=skill_out, limit=limit, cursor=cursor)
 
 
 @router.get("/skills/{skill_id}", operation_id="skills.get", response_model=SkillOut)
-def get_skill(skill_id: SkillIdPath, who: Authenticated, gateway: Gateway) -> SkillOut:
+def get_skill(skill_id: SkillIdPath, call: Authenticated) -> SkillOut:
     """One skill.  Another organization's: 404, like a missing one."""
-    with gateway.db.transaction(write=False) as tx:
-        return skill_out(skills.get_skill(tx, who.scope, skill_id))
+    with call.gateway.db.transaction(write=False) as tx:
+        return skill_out(skills.get_skill(tx, call.who.scope, skill_id))
 
 
 @router.patch("/skills/{skill_id}", operation_id="skills.update", response_model=SkillOut)
-def update_skill(skill_id: SkillIdPath, body: SkillPatch, who: Authenticated, gateway: Gateway) -> SkillOut:
+def update_skill(skill_id: SkillIdPath, body: SkillPatch, call: Authenticated) -> SkillOut:
     """Replace a skill's content (its owner or an admin; anyone else: 403).  Ownership never changes."""
-    with gateway.db.transaction() as tx:
-        skill = _managed_skill(tx, who, skill_id)
-        return skill_out(skills.update_skill(tx, who.scope, skill.id, content=body.content))
+    with call.gateway.db.transaction() as tx:
+        skill = _managed_skill(tx, call.who, skill_id)
+        return skill_out(skills.update_skill(tx, call.who.scope, skill.id, content=body.content))
 
 
 @router.delete("/skills/{skill_id}", operation_id="skills.delete", status_code=204, response_class=Response)
-def delete_skill(skill_id: SkillIdPath, who: Authenticated, gateway: Gateway) -> Response:
+def delete_skill(skill_id: SkillIdPath, call: Authenticated) -> Response:
     """Delete a skill (its owner or an admin; anyone else: 403)."""
-    with gateway.db.transaction() as tx:
-        skill = _managed_skill(tx, who, skill_id)
-        skills.delete_skill(tx, who.scope, skill.id)
+    with call.gateway.db.transaction() as tx:
+        skill = _managed_skill(tx, call.who, skill_id)
+        skills.delete_skill(tx, call.who.scope, skill.id)
     return Response(status_code=204)

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, File, Form, Path, Request, Response, UploadFile
 
-from agentfy.gateway.app import Authenticated, Gateway
+from agentfy.gateway.app import Authenticated
 from agentfy.gateway.errors import ApiError
 from agentfy.gateway.limits import UPLOAD_FILE_MAX_BYTES, UPLOAD_FILES_MAX_BYTES
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
@@ -111,7 +111,7 @@ def _content_type(upload: UploadFile, field: str) -> str:
 @router.post("/vault/documents", operation_id="vault.upload", status_code=201, response_model=VaultUploadOut,
              dependencies=[Depends(_known_form_fields)],
              responses={413: {"description": "a file is larger than 10 MiB (or the files total over 50 MiB)"}})
-def upload_documents(*, who: Authenticated, gateway: Gateway,
+def upload_documents(*, call: Authenticated,
                      agent_id: Annotated[str, Form(max_length=100, description=AGENT_REF_DESCRIPTION)],
                      path: Annotated[str | None, Form(description="The file's path in the agent's vault.")] = None,
                      file: Annotated[UploadFile | None, File(description="The file; its part's content type "
@@ -146,12 +146,12 @@ def upload_documents(*, who: Authenticated, gateway: Gateway,
         budget -= len(content)
         files_read.append((row_path, _content_type(upload, form_field(i, "file")), content))
     try:
-        with gateway.db.transaction() as tx:
-            resolved = agent_in(tx, who, agent_id, "agent_id").id
+        with call.gateway.db.transaction() as tx:
+            resolved = agent_in(tx, call.who, agent_id, "agent_id").id
             rows = [VaultUpload(agent_id=resolved, path=row_path, content_type=content_type, content=content)
                     for row_path, content_type, content in files_read]
-            ids = vault.upload_documents(tx, who.scope, rows)
-            stored = {d.id: d for d in vault.list_vault_documents(tx, who.scope, resolved)}
+            ids = vault.upload_documents(tx, call.who.scope, rows)
+            stored = {d.id: d for d in vault.list_vault_documents(tx, call.who.scope, resolved)}
     except (InvalidIdError, InvalidAgentKeyError, StoreError) as error:
         translated = renamed(error, rename)
         if translated is error:
@@ -161,22 +161,22 @@ def upload_documents(*, who: Authenticated, gateway: Gateway,
 
 
 @router.get("/agents/{agent}/vault", operation_id="vault.list", response_model=Page[VaultDocumentOut])
-def list_documents(agent: AgentRef, who: Authenticated, gateway: Gateway,
+def list_documents(agent: AgentRef, call: Authenticated,
                    limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[VaultDocumentOut]:
     """The agent's vault documents by path, without their content, a page at a time."""
-    agent_id = agent_loop(gateway, who, agent).agent.id
-    return paged(gateway, who, "vault.list", vault.PAGES, fetch=lambda tx, **page: vault.list_vault_documents(
-        tx, who.scope, agent_id, **page), out=document_out, limit=limit, cursor=cursor)
+    agent_id = agent_loop(call.gateway, call.who, agent).agent.id
+    return paged(call.gateway, call.who, "vault.list", vault.PAGES, fetch=lambda tx, **page: vault.list_vault_documents(
+        tx, call.who.scope, agent_id, **page), out=document_out, limit=limit, cursor=cursor)
 
 
 @router.get("/vault/documents/{document_id}", operation_id="vault.download", response_class=Response,
             responses={200: {"description": "The file's bytes, with its stored content type.",
                              "content": {"application/octet-stream": {}}}})
-def download_document(document_id: DocumentId, who: Authenticated, gateway: Gateway) -> Response:
+def download_document(document_id: DocumentId, call: Authenticated) -> Response:
     """A document's bytes with its content type (as an attachment). Another organization's and a missing
     document: the same 404."""
-    with gateway.db.transaction(write=False) as tx:
-        document = vault.get_vault_document(tx, who.scope, document_id)
+    with call.gateway.db.transaction(write=False) as tx:
+        document = vault.get_vault_document(tx, call.who.scope, document_id)
     name = document.path.rsplit("/", 1)[-1] or "document"
     return Response(document.content, headers={
         "Content-Type": document.content_type,  # as stored (media_type would append a charset to text/*)
@@ -187,8 +187,8 @@ def download_document(document_id: DocumentId, who: Authenticated, gateway: Gate
 
 
 @router.delete("/vault/documents/{document_id}", operation_id="vault.delete", status_code=204, response_class=Response)
-def delete_document(document_id: DocumentId, who: Authenticated, gateway: Gateway) -> Response:
+def delete_document(document_id: DocumentId, call: Authenticated) -> Response:
     """Delete a document (operator or higher). Another organization's and a missing document: the same 404."""
-    with gateway.db.transaction() as tx:
-        vault.delete_vault_document(tx, who.scope, document_id)
+    with call.gateway.db.transaction() as tx:
+        vault.delete_vault_document(tx, call.who.scope, document_id)
     return Response(status_code=204)

@@ -13,7 +13,7 @@ from typing import Any, Final, NamedTuple
 import sqlalchemy as sa
 
 from agentfy.identity import AgentId, AgentKey, InvalidIdError, OrgId, Scope, parse_agent_key, parse_id
-from agentfy.identity.keys import InvalidAgentKeyError, agent_key_problem, looks_like_an_id
+from agentfy.identity.keys import InvalidAgentKeyError, agent_key_problem, is_short_key, looks_like_an_id
 from agentfy.ids import is_id
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Sql, Tx, now
@@ -74,9 +74,13 @@ class Agent(NamedTuple):
     deleted_at: str | None = None
 
 
+#: ``tuple.__new__`` builds the named tuple without its generated ``__new__`` (a Python frame per row).
+_new_tuple: Final = tuple.__new__
+
+
 def _agent(row: tuple[Any, ...]) -> Agent:
     # The NewTypes are the identity at run time; calling them would cost a call each on the hot path.
-    return Agent(row[0], row[1], row[2], row[3], load_json(row[4]), row[5], row[6], row[7])
+    return _new_tuple(Agent, (row[0], row[1], row[2], row[3], load_json(row[4]), row[5], row[6], row[7]))
 
 
 def _duplicate_key(scope: Scope, key: str) -> ConflictError:
@@ -131,7 +135,9 @@ def resolve_agent(tx: Tx, scope: Scope, id_or_key: str) -> Agent:
     (``team-…``) raises :class:`InvalidIdError`; a value that is neither raises
     :class:`InvalidAgentKeyError` naming both expectations.
     """
-    if is_id(id_or_key, "agent"):
+    if type(id_or_key) is str and id_or_key.count("-") < 3 and is_short_key(id_or_key):  # no ID checks needed
+        row = tx.one(_BY_KEY, {"tenant_id": scope.tenant_id, "agent_key": id_or_key})
+    elif is_id(id_or_key, "agent"):
         row = tx.one(_BY_ID, {"tenant_id": scope.tenant_id, "id": id_or_key})
     else:
         problem = agent_key_problem(id_or_key)

@@ -1,0 +1,58 @@
+"""Mounting the /v1 routers: every route module is mounted, and no route can escape authentication or the
+access policy."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+from fastapi import APIRouter, FastAPI
+
+import agentfy.gateway.routes as routes_package
+from agentfy.gateway.app import Authenticated
+from agentfy.gateway.routes import mount
+
+
+def test_every_route_module_with_a_router_is_mounted() -> None:
+    found = []
+    for info in pkgutil.iter_modules(routes_package.__path__):
+        router = getattr(importlib.import_module(f"{routes_package.__name__}.{info.name}"), "router", None)
+        if isinstance(router, APIRouter):
+            found.append(info.name)
+            assert router in mount.ROUTERS, f"routes/{info.name}.py has a router that mount.ROUTERS does not list"
+    assert len(found) == len(mount.ROUTERS)
+
+
+def test_the_hottest_read_is_matched_first() -> None:
+    assert mount.ROUTERS[0] is importlib.import_module("agentfy.gateway.routes.agents").router
+
+
+def test_a_route_without_authentication_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    stray = APIRouter()
+
+    @stray.get("/open", operation_id="agents.get")
+    def open_door() -> dict[str, str]:
+        return {}
+
+    monkeypatch.setattr(mount, "ROUTERS", (stray,))
+    with pytest.raises(RuntimeError, match=r"/open does not authenticate its caller"):
+        mount.register(FastAPI())
+
+
+def test_a_route_without_a_rule_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    stray = APIRouter()
+
+    @stray.get("/unruled", operation_id="nobody.knows")
+    def unruled(call: Authenticated) -> dict[str, str]:
+        return {}
+
+    monkeypatch.setattr(mount, "ROUTERS", (stray,))
+    with pytest.raises(RuntimeError, match=r"'nobody.knows', which is not in agentfy.permissions.access.RULES"):
+        mount.register(FastAPI())
+
+
+def test_register_reports_every_mounted_operation_as_authenticated(monkeypatch: pytest.MonkeyPatch) -> None:
+    operations = mount.register(FastAPI())
+    assert "agents.get" in operations and "agents.create" in operations
+    assert operations <= set(mount.RULES)
