@@ -26,6 +26,7 @@ from agentfy.gateway.auth import Principal, bearer, lookup
 from agentfy.gateway.limits import InputLimits
 from agentfy.gateway.openapi import compact, declare_bearer
 from agentfy.gateway.principals import PrincipalCache
+from agentfy.gateway.warm_reads import WarmAgentReads
 from agentfy.identity.context import set_for_task
 from agentfy.permissions.access import authorize
 from agentfy.store.db import Database
@@ -151,6 +152,7 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
                               "anchored pattern; errors share one shape: {error: {code, message, field, value, "
                               "expected}}.")
     app.state.gateway = gateway
+    app.add_middleware(WarmAgentReads, gateway=gateway)  # inside InputLimits: added first
     app.add_middleware(InputLimits)
     errors.install(app)
 
