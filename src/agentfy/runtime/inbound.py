@@ -1,0 +1,51 @@
+"""The one shape in which every channel (Telegram, Discord, web chat, the terminal) hands a message to the
+runtime, and the one shape of what comes back.
+
+Channels own the platform: parsing updates, verifying signatures, building the request context with the
+constructors of :mod:`agentfy.permissions.channels` (SCOPE vs ACTOR), and sending the reply.  The runtime
+owns everything between: the agent's loop, the model, tools and the session.  Keeping the seam this narrow
+is what lets the two sides be tested apart, and lets a new channel reuse every identity rule unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Protocol
+
+from agentfy.identity import AgentKey
+from agentfy.identity.context import RequestContext
+from agentfy.identity.ids import OrgId
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """One message addressed to one agent of one tenant.
+
+    ``context`` carries the SCOPE (``user_id``) and ACTOR (``sender_id``) as the channel's constructor built
+    them, with ``tenant_id`` and ``agent_key`` set.  ``conversation`` names the chat on its platform
+    (``telegram:-100123``, ``discord:guild:1:channel:2``, ``web:<user>``); together with the tenant and the
+    agent it picks the session, so two tenants (or two agents) never share one.
+    """
+
+    tenant_id: OrgId
+    agent_key: AgentKey
+    context: RequestContext
+    channel: str
+    conversation: str
+    text: str
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What the agent answered, and the session it was recorded in (``None`` when nothing was said)."""
+
+    text: str | None
+    session_key: str
+
+
+class MessageHandler(Protocol):
+    """The runtime's entry point as channels see it."""
+
+    def __call__(self, inbound: Inbound) -> Awaitable[Reply]: ...
