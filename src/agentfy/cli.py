@@ -6,21 +6,24 @@ so scripts can use it as a predicate; usage errors exit 2 (Typer's convention).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import sqlalchemy as sa
 import typer
+from pydantic import SecretStr
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from agentfy.cutover.detect import LegacyDatabaseError
 from agentfy.events import admin
-from agentfy.events.settings import BusSettings
+from agentfy.events.settings import default_settings
 from agentfy.gateway.bootstrap import refuse_a_legacy_database
 from agentfy.ids import (
     ID_ENTITIES,
@@ -32,12 +35,19 @@ from agentfy.ids import (
 from agentfy.ids.explain import IdExplanation
 from agentfy.ids.registry import UnknownPrefixError
 from agentfy.ids.validate import UnknownProductError
-from agentfy.store.db import DATABASE_URL_ENV, Database
-from agentfy.store.errors import StoreError
+from agentfy.settings import (
+    CONFIG_FILE_ENV,
+    Settings,
+    SettingsError,
+    as_environment,
+    effective,
+    load_settings,
+)
+from agentfy.store.db import Database
+from agentfy.store.errors import StoreError, UnavailableError
 from agentfy.store.input_scan import scan_inputs
 from agentfy.store.migrate import current_revision, head_revision, upgrade
 from agentfy.store.orphans import IdColumn, id_columns, scan
-from agentfy.store.pool import MAX_OVERFLOW_ENV, POOL_SIZE_ENV, POOL_TIMEOUT_ENV, PoolSettings
 from agentfy.store.repos.orgs import ensure_platform_organization
 
 app = typer.Typer(
@@ -68,19 +78,82 @@ cutover_app = typer.Typer(
          "ID, in one verified transaction. See docs/cutover.md.",
     no_args_is_help=True)
 app.add_typer(cutover_app, name="cutover")
+config_app = typer.Typer(help="The settings: what is in effect and where each value came from. See "
+                              "docs/configuration.md.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
 
+#: Exit statuses of operational failures (documented in docs/configuration.md): scripts can tell a database
+#: that is down from one that needs `agentfy db upgrade`.
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+EXIT_OUTDATED = 4
+
+
+@dataclass
+class _Globals:
+    """The options given before the command (``agentfy --config F --log-level debug serve``)."""
+
+    config: Path | None = None
+    debug: bool = False
+
+
+_globals = _Globals()
+
+
+def _version(value: bool) -> None:
+    if value:
+        from agentfy import __version__  # noqa: PLC0415
+
+        print(f"agentfy {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main_options(
+    config: Annotated[Path | None, typer.Option(
+        "--config", dir_okay=False, show_default=False,
+        help="A TOML settings file [$AGENTFY_CONFIG_FILE]: over the environment, under command-line "
+             "options.")] = None,
+    log_level: Annotated[str | None, typer.Option(
+        "--log-level", show_default=False,
+        help="debug, info, warning, error or critical [setting log.level, $AGENTFY_LOG_LEVEL; default: "
+             "info].")] = None,
+    log_format: Annotated[str | None, typer.Option(
+        "--log-format", show_default=False,
+        help="console (readable) or json (one object per line) [$AGENTFY_LOG_FORMAT; default: console].")] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of a failure.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    from agentfy.logs import configure_logging  # noqa: PLC0415
+
+    _globals.config = config
+    _globals.debug = debug
+    if log_level is not None:
+        os.environ["AGENTFY_LOG_LEVEL"] = log_level
+    if log_format is not None:
+        os.environ["AGENTFY_LOG_FORMAT"] = log_format
+    configure_logging(_settings().log)
+
+# Options that are also settings read no environment variable themselves: the settings do (below the config
+# file), and an option given on the command line wins over both.
 PoolSizeOption = Annotated[int | None, typer.Option(
-    "--db-pool-size", envvar=POOL_SIZE_ENV, show_envvar=True, min=1,
-    help="Idle database connections each process keeps [default: 8].")]
+    "--db-pool-size", min=1, show_default=False,
+    help="Idle database connections each process keeps [setting db.pool_size, $AGENTFY_DB_POOL_SIZE; "
+         "default: 8].")]
 PoolOverflowOption = Annotated[int | None, typer.Option(
-    "--db-max-overflow", envvar=MAX_OVERFLOW_ENV, show_envvar=True, min=0,
-    help="More connections each process may open under load, closed when returned [default: 12].")]
+    "--db-max-overflow", min=0, show_default=False,
+    help="More connections each process may open under load, closed when returned [$AGENTFY_DB_MAX_OVERFLOW; "
+         "default: 12].")]
 PoolTimeoutOption = Annotated[float | None, typer.Option(
-    "--db-pool-timeout", envvar=POOL_TIMEOUT_ENV, show_envvar=True, min=0.1,
-    help="Seconds a request waits for a free connection before answering 503 [default: 10].")]
+    "--db-pool-timeout", min=0.1, show_default=False,
+    help="Seconds a request waits for a free connection before answering 503 [$AGENTFY_DB_POOL_TIMEOUT; "
+         "default: 10].")]
 DatabaseUrlOption = Annotated[str | None, typer.Option(
-    "--database-url", envvar="AGENTFY_DATABASE_URL", show_envvar=True,
-    help="sqlite:///PATH or postgresql+psycopg://USER@HOST/DB (default: sqlite:///var/agentfy.db).")]
+    "--database-url", show_default=False,
+    help="sqlite:///PATH or postgresql+psycopg://USER@HOST/DB [$AGENTFY_DATABASE_URL; default: "
+         "sqlite:///var/agentfy.db].")]
 
 out = Console()
 err = Console(stderr=True)
@@ -89,8 +162,22 @@ _PREFIXES_HELP = ", ".join(sorted(ID_ENTITIES.values()))
 
 
 def _fail_usage(message: str) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}", highlight=False)
-    return typer.Exit(2)
+    return _fail(EXIT_USAGE, message)
+
+
+def _fail(status: int, message: str, cause: BaseException | None = None) -> typer.Exit:
+    """One line on stderr and ``status``; with ``--debug``, the traceback of ``cause`` first."""
+    if _globals.debug and cause is not None:
+        err.print_exception(show_locals=False)
+    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(status)
+
+
+def describe_connection_error(error: BaseException) -> str:
+    """A driver's connection failure in one line (its first line, without SQL), e.g. ``connection refused``."""
+    cause = getattr(error, "orig", None) or error
+    first = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    return first.removeprefix("(psycopg.OperationalError) ")
 
 
 @id_app.command("new")
@@ -169,46 +256,50 @@ def id_explain(
     out.print(table, highlight=False)
 
 
-def _pool_settings(size: int | None, overflow: int | None, timeout: float | None) -> PoolSettings:
-    """The pool settings: the options (which Typer already read from the environment), else the defaults;
-    exported to the environment so every process ``serve`` starts uses the same."""
+def _settings(**cli: Any) -> Settings:
+    """The effective settings: ``cli`` (dotted names, ``None`` for options not given) over the config file
+    over the environment over the defaults; an invalid one is a usage error (exit 2) naming it."""
     try:
-        defaults = PoolSettings()
-        settings = PoolSettings(size if size is not None else defaults.size,
-                                overflow if overflow is not None else defaults.overflow,
-                                timeout if timeout is not None else defaults.timeout)
-    except ValueError as error:
+        return load_settings(cli, config_file=_globals.config)
+    except SettingsError as error:
         raise _fail_usage(str(error)) from None
-    os.environ[POOL_SIZE_ENV], os.environ[MAX_OVERFLOW_ENV] = str(settings.size), str(settings.overflow)
-    os.environ[POOL_TIMEOUT_ENV] = str(settings.timeout)
-    return settings
 
 
-def _open_database(url: str | None, *, migrated: bool = True, pool: PoolSettings | None = None) -> Database:
-    """The database; with ``migrated``, refuse (exit 1, with what to do) one that is behind the migrations."""
+def _open_database(url: str | None, *, migrated: bool = True, settings: Settings | None = None,
+                   create: bool = False) -> Database:
+    """The database of ``url`` (else the ``database_url`` setting).  With ``migrated``, refuse one that is
+    behind the migrations (exit 4); unless ``create``, refuse a SQLite file that does not exist (exit 3)
+    rather than create an empty one; an unreachable server is exit 3."""
+    settings = settings if settings is not None else _settings(database_url=url)
     try:
-        db = Database(url, pool=pool)
+        parsed = sa.make_url(settings.database_url)
+    except sa.exc.ArgumentError:
+        raise _fail_usage(f"database URL {settings.database_url!r} is not a URL (expected sqlite:///PATH or "
+                          "postgresql+psycopg://USER@HOST/DB)") from None
+    path = parsed.database if parsed.get_backend_name() == "sqlite" else None
+    if path and path != ":memory:" and not create and not Path(path).exists():
+        raise _fail(EXIT_UNAVAILABLE, f"no database at {path} (`agentfy db upgrade` creates it)")
+    try:
+        db = Database(settings.database_url, pool=settings.pool_settings())
     except ValueError as error:
         raise _fail_usage(str(error)) from None
-    if migrated:
-        try:
-            current, head = current_revision(db), head_revision(db)
-        except Exception:
-            db.dispose()
-            err.print(f"[red]error:[/red] cannot read the schema revision of {db.display_url}", highlight=False)
-            raise typer.Exit(1) from None
-        if current != head:
-            db.dispose()
-            err.print(f"[red]error:[/red] {db.display_url} is at schema revision {current or '(none)'}, the newest "
-                      f"is {head}: run `agentfy db upgrade` first", highlight=False)
-            raise typer.Exit(1)
+    try:
+        current, head = current_revision(db), head_revision(db)
+    except Exception as error:
+        db.dispose()
+        raise _fail(EXIT_UNAVAILABLE, f"cannot reach {db.display_url}: {describe_connection_error(error)}",
+                    error) from None
+    if migrated and current != head:
+        db.dispose()
+        raise _fail(EXIT_OUTDATED, f"{db.display_url} is at schema revision {current or '(none)'}, the newest "
+                                   f"is {head}: run `agentfy db upgrade` first")
     return db
 
 
 @db_app.command("upgrade")
 def db_upgrade(database_url: DatabaseUrlOption = None) -> None:
     """Apply every migration (SQLite and PostgreSQL alike) and create the platform organization."""
-    db = _open_database(database_url, migrated=False)
+    db = _open_database(database_url, migrated=False, create=True)
     try:
         before = current_revision(db)
         upgrade(db)
@@ -488,7 +579,7 @@ def events_prune(
 ) -> None:
     """Delete handled events past their retention now (workers also do it hourly). Dead letters and
     unhandled events are kept."""
-    days = older_than_days if older_than_days is not None else _bus_settings().retention_days
+    days = older_than_days if older_than_days is not None else _settings().events.retention_days
     if days < 0:
         raise _fail_usage(f"--older-than-days {days!r} must not be negative")
     db = _open_database(database_url)
@@ -617,19 +708,21 @@ RetentionOption = Annotated[float | None, typer.Option(
     "--retention-days", help="Days handled events are kept; 0 keeps them [default: 7].", show_default=False)]
 
 
-def _bus_settings(**options: float | int | None) -> BusSettings:
-    """The bus settings: ``options`` given on the command line over $AGENTFY_EVENTS_* over the defaults; a
-    bad value is a usage error (exit 2) naming the setting and the value."""
-    from pydantic import ValidationError  # noqa: PLC0415
+def _bus_options(*, poll: float | None, lease_seconds: float | None, renew_seconds: float | None,
+                 handler_timeout: float | None, max_attempts: int | None, backoff_base: float | None,
+                 backoff_max: float | None, backoff_jitter: float | None, batch_size: int | None,
+                 concurrency: int | None, retention_days: float | None) -> dict[str, Any]:
+    """The event-bus options of ``worker`` and ``serve`` under their setting names."""
+    return {"events.poll_seconds": poll, "events.lease_seconds": lease_seconds,
+            "events.renew_seconds": renew_seconds, "events.handler_timeout_seconds": handler_timeout,
+            "events.max_attempts": max_attempts, "events.backoff_base_seconds": backoff_base,
+            "events.backoff_max_seconds": backoff_max, "events.backoff_jitter": backoff_jitter,
+            "events.batch_size": batch_size, "events.concurrency": concurrency,
+            "events.retention_days": retention_days}
 
-    try:
-        given: dict[str, Any] = {name: value for name, value in options.items() if value is not None}
-        return BusSettings(**given)
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])} {e.get('input')!r}: {e['msg']}" if e["loc"]
-            else str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
-        raise _fail_usage(f"invalid event bus setting: {problems}") from None
+
+def _pool_options(size: int | None, overflow: int | None, timeout: float | None) -> dict[str, Any]:
+    return {"db.pool_size": size, "db.max_overflow": overflow, "db.pool_timeout": timeout}
 
 
 @app.command("worker")
@@ -662,18 +755,20 @@ def worker(
     from agentfy.events.consolidation import handlers  # noqa: PLC0415 - only the worker needs them
     from agentfy.events.runner import run_until_signalled  # noqa: PLC0415
 
-    settings = _bus_settings(
-        poll_seconds=poll, lease_seconds=lease_seconds, renew_seconds=renew_seconds,
-        handler_timeout_seconds=handler_timeout, max_attempts=max_attempts, backoff_base_seconds=backoff_base,
-        backoff_max_seconds=backoff_max, backoff_jitter=backoff_jitter, batch_size=batch_size,
-        concurrency=concurrency, retention_days=retention_days)
-    db = _open_database(database_url, pool=_pool_settings(pool_size, pool_overflow, pool_timeout))
-    pipeline = handlers()
-    err.print(f"worker x{1 if once else settings.concurrency} on {db.display_url}: {', '.join(sorted(pipeline))} "
-              f"(lease {settings.lease_seconds:g} s, batch {settings.batch_size}, "
-              f"{settings.max_attempts} attempts)", highlight=False, soft_wrap=True)
+    settings = _settings(database_url=database_url, **_pool_options(pool_size, pool_overflow, pool_timeout),
+                         **_bus_options(poll=poll, lease_seconds=lease_seconds, renew_seconds=renew_seconds,
+                                        handler_timeout=handler_timeout, max_attempts=max_attempts,
+                                        backoff_base=backoff_base, backoff_max=backoff_max,
+                                        backoff_jitter=backoff_jitter, batch_size=batch_size,
+                                        concurrency=concurrency, retention_days=retention_days))
+    bus = settings.events
+    db = _open_database(database_url, settings=settings)
+    pipeline = handlers(settings=settings.consolidation_settings())
+    err.print(f"worker x{1 if once else bus.concurrency} on {db.display_url}: {', '.join(sorted(pipeline))} "
+              f"(lease {bus.lease_seconds:g} s, batch {bus.batch_size}, "
+              f"{bus.max_attempts} attempts)", highlight=False, soft_wrap=True)
     try:
-        run_until_signalled(db, pipeline, settings=settings, once=once)
+        run_until_signalled(db, pipeline, settings=bus, once=once)
     except KeyboardInterrupt:  # the second Ctrl-C
         pass
     finally:
@@ -684,12 +779,16 @@ def worker(
 def serve(
     *,
     database_url: DatabaseUrlOption = None,
-    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
-    processes: Annotated[int, typer.Option("--workers", min=1, max=64,
-                                           help="Gateway processes behind the one port (PostgreSQL for more "
-                                                "than one).")] = 1,
-    event_workers: Annotated[bool, typer.Option(help="Run the consolidation workers in-process.")] = True,
+    host: Annotated[str | None, typer.Option(help="Interface to listen on [default: 127.0.0.1].",
+                                             show_default=False)] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port to listen on [default: 8000].",
+                                             show_default=False)] = None,
+    processes: Annotated[int | None, typer.Option(
+        "--workers", min=1, max=64, show_default=False,
+        help="Gateway processes behind the one port (PostgreSQL for more than one) [default: 1].")] = None,
+    event_workers: Annotated[bool | None, typer.Option(
+        "--event-workers/--no-event-workers", show_default=False,
+        help="Run the consolidation workers in-process [default: yes].")] = None,
     pool_size: PoolSizeOption = None,
     pool_overflow: PoolOverflowOption = None,
     pool_timeout: PoolTimeoutOption = None,
@@ -706,34 +805,33 @@ def serve(
     retention_days: RetentionOption = None,
 ) -> None:
     """Serve the HTTP and WebSocket API: migrate, create the platform organization, print a one-time admin
-    key on the first start (or adopt $AGENTFY_ADMIN_API_KEY), run the event workers, and serve.
+    key on the first start (or adopt the admin_api_key setting), run the event workers, and serve.
 
-    Any number of processes may serve one PostgreSQL database (--workers here, or more hosts): start-up takes turns under a lock, and each process hears the others' changes through the change feed."""  # noqa: E501 - one paragraph for --help
-    import base64  # noqa: PLC0415 - serve-only imports
+    Any number of processes may serve one PostgreSQL database (--workers here, or more hosts: then set
+    AGENTFY_SIGNING_KEY to one value everywhere). Start-up takes turns under a lock, and each process hears
+    the others' changes through the change feed. Every option is also a setting (`agentfy config show`).
+    """
+    import uvicorn  # noqa: PLC0415 - serve-only imports
 
-    import uvicorn  # noqa: PLC0415
-
-    # The event bus settings reach the server processes (and their in-process workers) as $AGENTFY_EVENTS_*.
-    from agentfy.events.settings import as_environment, default_settings  # noqa: PLC0415
-    from agentfy.gateway.bootstrap import SIGNING_KEY_ENV, prepare, signing_secret  # noqa: PLC0415
+    from agentfy.gateway.bootstrap import prepare, signing_secret  # noqa: PLC0415
     from agentfy.gateway.rpc.protocol import MAX_FRAME_BYTES  # noqa: PLC0415
-    from agentfy.gateway.server import RUN_WORKERS_ENV  # noqa: PLC0415
+    from agentfy.logs import uvicorn_log_config  # noqa: PLC0415
 
-    # The event bus settings reach the server processes (and their in-process workers) as $AGENTFY_EVENTS_*;
-    # a bad one is refused before anything starts.
-    os.environ.update(as_environment(_bus_settings(
-        poll_seconds=poll, lease_seconds=lease_seconds, renew_seconds=renew_seconds,
-        handler_timeout_seconds=handler_timeout, max_attempts=max_attempts, backoff_base_seconds=backoff_base,
-        backoff_max_seconds=backoff_max, backoff_jitter=backoff_jitter, batch_size=batch_size,
-        concurrency=concurrency, retention_days=retention_days)))
-    default_settings.cache_clear()  # with one server process this process serves too: read them again
-    db = _open_database(database_url, migrated=False, pool=_pool_settings(pool_size, pool_overflow, pool_timeout))
-    if processes > 1 and db.dialect == "sqlite":
+    settings = _settings(database_url=database_url, **_pool_options(pool_size, pool_overflow, pool_timeout),
+                         **{"serve.host": host, "serve.port": port, "serve.workers": processes,
+                            "serve.event_workers": event_workers},
+                         **_bus_options(poll=poll, lease_seconds=lease_seconds, renew_seconds=renew_seconds,
+                                        handler_timeout=handler_timeout, max_attempts=max_attempts,
+                                        backoff_base=backoff_base, backoff_max=backoff_max,
+                                        backoff_jitter=backoff_jitter, batch_size=batch_size,
+                                        concurrency=concurrency, retention_days=retention_days))
+    db = _open_database(None, migrated=False, settings=settings, create=True)
+    if settings.serve.workers > 1 and db.dialect == "sqlite":
         db.dispose()
         raise _fail_usage("--workers > 1 needs PostgreSQL: SQLite is the single-process embedded store")
     try:
-        boot = prepare(db)
-        secret = signing_secret(db)
+        boot = prepare(db, settings)
+        secret = signing_secret(settings)
     except ValueError as error:
         raise _fail_usage(str(error)) from None
     finally:
@@ -743,20 +841,57 @@ def serve(
     if boot.new_admin_key:
         out.print("[bold]platform-admin API key (shown once; store it now):[/bold]", highlight=False)
         out.print(boot.new_admin_key, highlight=False, soft_wrap=True)
-    os.environ[DATABASE_URL_ENV] = db.url
-    os.environ[SIGNING_KEY_ENV] = base64.b64encode(secret).decode("ascii")
-    os.environ[RUN_WORKERS_ENV] = "1" if event_workers else "0"
-    uvicorn.run("agentfy.gateway.server:app_from_env", factory=True, host=host, port=port, workers=processes,
-                log_level="info", ws_max_size=MAX_FRAME_BYTES)
+    # The server processes read exactly these settings (and this signing key) from their environment; the
+    # config file was folded in here, so they must not read it again over the values resolved now.
+    resolved = settings.model_copy(update={"signing_key": SecretStr(base64.b64encode(secret).decode("ascii"))})
+    os.environ.pop(CONFIG_FILE_ENV, None)
+    os.environ.update(as_environment(resolved))
+    default_settings.cache_clear()  # with one server process this process serves too: read them again
+    uvicorn.run("agentfy.gateway.server:app_from_env", factory=True, host=settings.serve.host,
+                port=settings.serve.port, workers=settings.serve.workers, ws_max_size=MAX_FRAME_BYTES,
+                log_config=uvicorn_log_config(settings.log), log_level=settings.log.level)
+
+
+@config_app.command("show")
+def config_show(
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON object per setting, one per line.")] = False,
+) -> None:
+    """Print every setting in effect, secrets masked, with the environment variable that sets it and where
+    its value came from (cli, file, env or default)."""
+    settings = _settings()
+    rows = list(effective(settings, config_file=_globals.config))
+    if json_output:
+        for row in rows:
+            out.print(json.dumps({"name": row.name, "env": row.environment_variable, "value": row.value,
+                                  "source": row.source}), highlight=False, soft_wrap=True)
+        return
+    widths = [max(len(text) for text in column) for column in
+              zip(*(("setting", "value", "environment variable"),
+                    *((row.name, row.value, row.environment_variable) for row in rows)), strict=True)]
+    for cells in (("setting", "value", "environment variable", "source"),
+                  *((row.name, row.value, row.environment_variable, row.source) for row in rows)):
+        line = "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=False))
+        print(f"{line}  {cells[3]}")
 
 
 def main() -> None:
-    """Console-script entry point: a storage failure is one line on stderr and exit 1, not a traceback."""
+    """Console-script entry point: an operational failure is one line on stderr and a documented exit status
+    (3: the database is unreachable, locked or not permitted; 1: any other storage failure), not a
+    traceback; ``--debug`` shows the traceback too."""
     try:
         app()
+    except UnavailableError as error:
+        _exit(EXIT_UNAVAILABLE, str(error), error)
     except StoreError as error:
-        err.print(f"[red]error:[/red] {error}", highlight=False)
-        raise SystemExit(1) from None
+        _exit(EXIT_FAILED, str(error), error)
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
+        _exit(EXIT_UNAVAILABLE, f"the database is unreachable: {describe_connection_error(error)}", error)
+    except PermissionError as error:
+        _exit(EXIT_UNAVAILABLE, f"permission denied: {error.filename or error}", error)
+
+
+def _exit(status: int, message: str, cause: BaseException) -> None:
+    raise SystemExit(_fail(status, message, cause).exit_code) from None
 
 
 if __name__ == "__main__":

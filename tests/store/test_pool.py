@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agentfy.gateway.app import create_app
+from agentfy.settings import SettingsError, load_settings
 from agentfy.store import db as db_module
 from agentfy.store.db import Database
 from agentfy.store.errors import UnavailableError
@@ -73,21 +74,31 @@ def test_a_waiting_transaction_gets_the_first_connection_returned(db_url: str) -
 
 
 @pytest.mark.parametrize(("env", "message"), [
-    ({"AGENTFY_DB_POOL_SIZE": "many"}, r"\$AGENTFY_DB_POOL_SIZE must be an integer, not 'many'"),
-    ({"AGENTFY_DB_POOL_TIMEOUT": "soon"}, r"\$AGENTFY_DB_POOL_TIMEOUT must be a number, not 'soon'"),
-    ({"AGENTFY_DB_POOL_SIZE": "0"}, "the pool size must be at least 1, not 0"),
-    ({"AGENTFY_DB_MAX_OVERFLOW": "-1"}, "the pool overflow must be 0 or more, not -1"),
-    ({"AGENTFY_DB_POOL_TIMEOUT": "0"}, "the pool timeout must be more than 0 seconds"),
+    ({"AGENTFY_DB_POOL_SIZE": "many"}, r"db\.pool_size 'many': Input should be a valid integer"),
+    ({"AGENTFY_DB_POOL_TIMEOUT": "soon"}, r"db\.pool_timeout 'soon': Input should be a valid number"),
+    ({"AGENTFY_DB_POOL_SIZE": "0"}, r"db\.pool_size '0': Input should be greater than or equal to 1"),
+    ({"AGENTFY_DB_MAX_OVERFLOW": "-1"}, r"db\.max_overflow '-1': Input should be greater than or equal to 0"),
+    ({"AGENTFY_DB_POOL_TIMEOUT": "0"}, r"db\.pool_timeout '0': Input should be greater than 0"),
 ])
-def test_pool_settings_from_the_environment_name_a_bad_value(env: dict[str, str], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        PoolSettings.from_env(env)
+def test_pool_settings_from_the_environment_name_a_bad_value(env: dict[str, str], message: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError, match=message):
+        load_settings()
 
 
-def test_pool_settings_from_the_environment() -> None:
-    assert PoolSettings.from_env({}) == PoolSettings()
-    assert PoolSettings.from_env({"AGENTFY_DB_POOL_SIZE": "3", "AGENTFY_DB_MAX_OVERFLOW": "0",
-                                  "AGENTFY_DB_POOL_TIMEOUT": "1.5"}) == PoolSettings(3, 0, 1.5)
+def test_pool_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings().pool_settings() == PoolSettings()
+    for name, value in {"AGENTFY_DB_POOL_SIZE": "3", "AGENTFY_DB_MAX_OVERFLOW": "0",
+                        "AGENTFY_DB_POOL_TIMEOUT": "1.5"}.items():
+        monkeypatch.setenv(name, value)
+    assert load_settings().pool_settings() == PoolSettings(3, 0, 1.5)
+
+
+def test_the_pool_dataclass_still_refuses_bad_values_given_in_code() -> None:
+    with pytest.raises(ValueError, match="the pool size must be at least 1, not 0"):
+        PoolSettings(0)
 
 
 def test_a_sqlite_write_lock_not_obtained_is_unavailable(sqlite_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -77,6 +77,10 @@ class Router:
                  clock: Callable[[], float] = time.monotonic, loop_factory: LoopFactory = AgentLoop) -> None:
         self.db = db
         self.ttl = ttl
+        #: For ``/metrics``: hits of :meth:`get_cached` (the gateway's reads) and look-ups that went to the
+        #: store.  :meth:`get`'s hits are not counted: an increment costs a fifth of that hot path.
+        self.hits = 0
+        self.misses = 0
         self._clock = clock
         self._loop_factory = loop_factory
         # (tenant, key) and (tenant, id) -> the same entry (the bookkeeping: expiry, exact invalidation)
@@ -99,7 +103,10 @@ class Router:
         tenant_id = ctx.tenant_id
         if tenant_id is None:
             raise MissingTenantError("Router.get_cached")
-        return self._hits.get((tenant_id, id_or_key))
+        loop = self._hits.get((tenant_id, id_or_key))
+        if loop is not None:
+            self.hits += 1
+        return loop
 
     def get(self, ctx: RequestContext, id_or_key: str) -> AgentLoop:
         """The loop of the agent named by an ID or a key in the context's tenant (store on a miss).
@@ -118,6 +125,7 @@ class Router:
         return self._load(ctx, id_or_key)
 
     def _load(self, ctx: RequestContext, id_or_key: str) -> AgentLoop:
+        self.misses += 1
         tenant_id = _tenant(ctx, "Router.get")
         stamp = self._stamp(tenant_id)
         with self.db.transaction(write=False) as tx:

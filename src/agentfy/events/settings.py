@@ -73,9 +73,12 @@ class BusSettings(BaseSettings):
 
 @functools.cache
 def default_settings() -> BusSettings:
-    """The process's settings from the environment, read once (on first use, not at import, so that a bad
-    variable fails the bus and not every command that merely imports it)."""
-    return BusSettings()
+    """The process's bus settings (the ``events`` section of :class:`agentfy.settings.Settings`), read once
+    (on first use, not at import, so that a bad variable fails the bus and not every command that merely
+    imports it)."""
+    from agentfy.settings import load_settings  # noqa: PLC0415 - that module builds on this one
+
+    return load_settings().events
 
 
 def resolve(settings: BusSettings | None) -> BusSettings:

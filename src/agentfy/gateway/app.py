@@ -17,18 +17,21 @@ from typing import Annotated, Any, Final
 from fastapi import Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from agentfy import __version__
 from agentfy.agents.router import Router
 from agentfy.gateway import errors
 from agentfy.gateway.auth import Principal, bearer, lookup
 from agentfy.gateway.limits import InputLimits
+from agentfy.gateway.metrics import CONTENT_TYPE, GatewayMetrics
+from agentfy.gateway.observe import RequestObservation, TenantSlugs
 from agentfy.gateway.openapi import compact, declare_bearer
 from agentfy.gateway.principals import PrincipalCache
 from agentfy.gateway.warm_reads import WarmAgentReads
 from agentfy.identity.context import set_for_task
 from agentfy.permissions.access import authorize
+from agentfy.settings import Settings, load_settings
 from agentfy.store.db import Database
 from agentfy.store.migrate import is_at_head
 from agentfy.store.repos.agents import Agent
@@ -53,8 +56,14 @@ class GatewayState:
     #: Agents rendered as response bodies, by ID, with the record each was rendered from
     #: (:func:`agentfy.gateway.agent_ops.rendered`).
     rendered_agents: dict[str, tuple[Agent, bytes]] = field(default_factory=dict)
+    #: Organization slugs for log records (filled by principal look-ups, off the event loop).
+    tenant_slugs: TenantSlugs = field(init=False)
     stop_workers: threading.Event = field(default_factory=threading.Event)
     worker_threads: list[threading.Thread] = field(default_factory=list)
+
+
+    def __post_init__(self) -> None:
+        self.tenant_slugs = TenantSlugs(self)
 
 
 def gateway_of(request: Request) -> GatewayState:
@@ -93,6 +102,7 @@ def lookup_principal(gateway: GatewayState, token: str, *, fresh: bool = False,
     with gateway.db.transaction(write=False) as tx:
         found = lookup(tx, gateway.signing_secret, token, allow_expired=allow_expired)
     gateway.principals.put(token, found, generation)
+    gateway.tenant_slugs.get(found.tenant_id)  # for the request's log record, read here: off the event loop
     return found
 
 
@@ -123,24 +133,29 @@ async def authenticate(request: Request) -> Call:
 Authenticated = Annotated[Call, Depends(authenticate)]
 
 
-def _start_workers(gateway: GatewayState) -> None:
+def _start_workers(gateway: GatewayState, settings: Settings) -> None:
     from agentfy.events.consolidation import handlers  # noqa: PLC0415 - only when workers run in-process
     from agentfy.events.runner import start_workers  # noqa: PLC0415
 
-    gateway.worker_threads.extend(start_workers(gateway.db, handlers(), stop=gateway.stop_workers))
+    pipeline = handlers(settings=settings.consolidation_settings())
+    gateway.worker_threads.extend(start_workers(gateway.db, pipeline, stop=gateway.stop_workers,
+                                                settings=settings.events))
 
 
-def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers: bool = False) -> FastAPI:
-    """The application on ``db``; ``run_workers`` runs the consolidation workers in a thread of this process."""
-    gateway = GatewayState(db, Router(db), signing_secret or os.urandom(32), PrincipalCache(db), run_workers,
-                           inline_lookups=db.dialect == "sqlite")
+def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers: bool = False,
+               settings: Settings | None = None) -> FastAPI:
+    """The application on ``db``; ``run_workers`` runs the consolidation workers in a thread of this process.
+    ``settings``: limits, caches and workers; when ``None``, the process's (:func:`load_settings`)."""
+    settings = settings if settings is not None else load_settings()
+    gateway = GatewayState(db, Router(db, ttl=settings.cache.router_ttl_seconds), signing_secret or os.urandom(32),
+                           PrincipalCache(db), run_workers, inline_lookups=db.dialect == "sqlite")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if db.changes.start_listening(db.conninfo):  # PostgreSQL: other processes' changes reach this one
             await run_in_threadpool(db.changes.wait_listening, FEED_CONNECT_TIMEOUT_SECONDS)
         if gateway.run_workers:
-            _start_workers(gateway)
+            _start_workers(gateway, settings)
         yield
         gateway.stop_workers.set()
         for thread in gateway.worker_threads:
@@ -152,14 +167,24 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
                               "anchored pattern; errors share one shape: {error: {code, message, field, value, "
                               "expected}}.")
     app.state.gateway = gateway
+    metrics = GatewayMetrics(gateway) if settings.telemetry.metrics else None
+    app.state.metrics = metrics
     app.add_middleware(WarmAgentReads, gateway=gateway)  # inside InputLimits: added first
-    app.add_middleware(InputLimits)
+    app.add_middleware(InputLimits, body_max_bytes=settings.body_max_bytes)
+    app.add_middleware(RequestObservation, gateway=gateway, metrics=metrics)  # outermost: sees every answer
     errors.install(app)
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, str]:
         """The process is up."""
         return {"status": "ok"}
+
+    if metrics is not None:
+        @app.get("/metrics", tags=["health"], include_in_schema=False)
+        def prometheus_metrics() -> Response:
+            """This process's metrics in the Prometheus text format (unauthenticated, like the health checks:
+            route templates and counts only, no tenant's data)."""
+            return Response(metrics.render(), media_type=CONTENT_TYPE)
 
     @app.get("/readyz", tags=["health"], responses={503: {"description": "not ready"}})
     def readyz(request: Request) -> Any:

@@ -1,28 +1,30 @@
 """First start: migrate, create the platform organization, and issue (once) a platform-admin API key.
 
 The key is printed once and only its hash is stored; a second start finds a live platform-admin key and
-prints nothing.  ``$AGENTFY_ADMIN_API_KEY`` adopts a key chosen by the operator instead (its hash is stored
-on first start; later starts with the same value change nothing).  The signing secret of signed contexts
-is ``$AGENTFY_SIGNING_KEY`` (base64 of 32 bytes) or a 0600 key file beside an embedded SQLite database.
+prints nothing.  The ``admin_api_key`` setting adopts a key chosen by the operator instead (its hash is
+stored on first start; later starts with the same value change nothing).  The signing secret of signed
+contexts is the ``signing_key`` setting (base64 of at least 32 bytes), else a 0600 key file: the
+``signing_key_file`` setting, else one per database (:func:`agentfy.settings.default_key_file`).
 """
 
 from __future__ import annotations
 
 import base64
-import os
+import binascii
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from agentfy.cutover.detect import LegacyDatabaseError, legacy_identities
 from agentfy.identity import Scope
+from agentfy.settings import Settings, default_key_file
 from agentfy.store.db import Database
 from agentfy.store.migrate import maintenance_lock, upgrade_locked
 from agentfy.store.repos import api_keys, orgs
 from agentfy.store.repos.credentials import load_or_create_key_file
 
-ADMIN_KEY_ENV: Final = "AGENTFY_ADMIN_API_KEY"
-SIGNING_KEY_ENV: Final = "AGENTFY_SIGNING_KEY"
+#: The least key material a signing key may have.
+SIGNING_KEY_MIN_BYTES: Final = 32
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ class Bootstrap:
     new_admin_key: str | None  # shown once, when this start created it
 
 
-def prepare(db: Database) -> Bootstrap:
+def prepare(db: Database, settings: Settings | None = None) -> Bootstrap:
     """Bring the database to the newest schema and make sure the platform can be administered.
 
     Under the maintenance lock: processes starting together on one database take turns, so exactly one
@@ -41,22 +43,23 @@ def prepare(db: Database) -> Bootstrap:
     with maintenance_lock(db):
         upgrade_locked(db)
         refuse_a_legacy_database(db)
-        return _bootstrap(db)
+        return _bootstrap(db, settings.admin_api_key.get_secret_value()
+                          if settings is not None and settings.admin_api_key is not None else None)
 
 
-def _bootstrap(db: Database) -> Bootstrap:
+def _bootstrap(db: Database, from_settings: str | None) -> Bootstrap:
     with db.transaction() as tx:
         platform, created = orgs.ensure_platform_organization(tx)
         scope = Scope(platform.id)
-        from_env = os.environ.get(ADMIN_KEY_ENV)
         new_key: str | None = None
-        if from_env:
-            chain = api_keys.key_chain(tx, from_env)
+        if from_settings:
+            chain = api_keys.key_chain(tx, from_settings)
             if chain is None:
-                api_keys.create_api_key(tx, scope, name="platform admin (from environment)", role="owner",
-                                        platform_admin=True, key=from_env)
+                api_keys.create_api_key(tx, scope, name="platform admin (from settings)", role="owner",
+                                        platform_admin=True, key=from_settings)
             elif chain.key.revoked_at is not None:
-                raise ValueError(f"${ADMIN_KEY_ENV} names a revoked key (revoked at {chain.key.revoked_at}, by "
+                raise ValueError("the admin_api_key setting ($AGENTFY_ADMIN_API_KEY) names a revoked key (revoked at "
+                                 f"{chain.key.revoked_at}, by "
                                  "`agentfy admin rotate-key` or the API): set it to the current key, or unset it")
         elif not api_keys.platform_admin_key_exists(tx):
             new_key = api_keys.create_api_key(tx, scope, name="platform admin", role="owner",
@@ -91,16 +94,19 @@ def rotate_admin_key(db: Database) -> tuple[str, list[str]]:
     return issued.key, old
 
 
-def signing_secret(db: Database) -> bytes:
-    """``$AGENTFY_SIGNING_KEY``, else a key file beside the SQLite database (``var/signing.key``)."""
-    from_env = os.environ.get(SIGNING_KEY_ENV)
-    if from_env:
-        secret = base64.b64decode(from_env)
-        if len(secret) < 32:
-            raise ValueError(f"${SIGNING_KEY_ENV} must be base64 of at least 32 bytes")
+def signing_secret(settings: Settings) -> bytes:
+    """The ``signing_key`` setting, else the key file it names (``signing_key_file``), else the database's own
+    key file, created on first use: every process of one ``agentfy serve`` shares what this returns; several
+    hosts on one database must set ``signing_key`` to one value."""
+    if settings.signing_key is not None:
+        text = settings.signing_key.get_secret_value()
+        try:
+            secret = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("the signing_key setting ($AGENTFY_SIGNING_KEY) is not base64") from None
+        if len(secret) < SIGNING_KEY_MIN_BYTES:
+            raise ValueError(f"the signing_key setting ($AGENTFY_SIGNING_KEY) must be base64 of at least "
+                             f"{SIGNING_KEY_MIN_BYTES} bytes, not {len(secret)}")
         return secret
-    if db.dialect != "sqlite":
-        raise ValueError(f"set ${SIGNING_KEY_ENV} (base64 of 32 bytes): with PostgreSQL every gateway process "
-                         "must share the same signing key")
-    database = db.engine.url.database or "var/agentfy.db"
-    return load_or_create_key_file(Path(database).with_name("signing.key"))
+    path = settings.signing_key_file or default_key_file(settings.database_url, "signing")
+    return load_or_create_key_file(Path(path))

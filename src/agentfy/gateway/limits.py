@@ -4,7 +4,7 @@ An ASGI middleware (outermost, so nothing reads a byte it would refuse):
 
 * **Body size**, enforced while reading: a ``Content-Length`` over the limit is 413 before a byte of the body
   is read; a body sent without one (chunked) is counted as it arrives and refused (413) at the first byte over.
-  The limit is :data:`BODY_MAX_BYTES` (``$AGENTFY_BODY_MAX_BYTES``), and for the vault's multipart upload
+  The limit is the ``body_max_bytes`` setting (default :data:`BODY_MAX_BYTES`), and for the vault's multipart upload
   :data:`UPLOAD_MAX_BYTES` (its files may total 50 MiB).
 * **JSON bodies**: one that is not UTF-8, or is nested deeper than the input policy allows, is 422 *before* it
   is parsed (a parser recurses; thousands of levels would fail in it, or cost long).
@@ -18,7 +18,6 @@ protocol (:mod:`agentfy.gateway.rpc.protocol`).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 from urllib.parse import parse_qsl
@@ -26,7 +25,6 @@ from urllib.parse import parse_qsl
 from agentfy.gateway.errors import error_body
 from agentfy.store.inputs import JSON_MAX_DEPTH, json_text_too_deep
 
-BODY_MAX_BYTES_ENV: Final = "AGENTFY_BODY_MAX_BYTES"
 #: Any JSON request body: far above a real batch, far below what would hurt a server.
 BODY_MAX_BYTES: Final = 4 * 1024 * 1024
 #: The vault's multipart upload: one file at most, and all of a request's files together at most.
@@ -47,11 +45,12 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def body_limit(method: str, path: str) -> int:
+def body_limit(method: str, path: str, configured: int = BODY_MAX_BYTES) -> int:
+    """The most bytes a request's body may have: the upload limit for the vault's upload, else
+    ``configured`` (the ``body_max_bytes`` setting)."""
     if method == "POST" and path in _UPLOAD_PATHS:
         return UPLOAD_MAX_BYTES
-    configured = os.environ.get(BODY_MAX_BYTES_ENV)
-    return int(configured) if configured and configured.isdigit() else BODY_MAX_BYTES
+    return configured
 
 
 async def _refuse(send: Send, status: int, code: str, message: str, **details: Any) -> None:
@@ -88,8 +87,9 @@ def _json_body_problem(body: bytes) -> str | None:
 class InputLimits:
     """The middleware (see the module docstring)."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, body_max_bytes: int = BODY_MAX_BYTES) -> None:
         self.app = app
+        self.body_max_bytes = body_max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -104,7 +104,7 @@ class InputLimits:
         if scope["method"] in _BODYLESS:
             await self.app(scope, receive, send)
             return
-        limit = body_limit(scope["method"], scope["path"])
+        limit = body_limit(scope["method"], scope["path"], self.body_max_bytes)
         headers = dict(scope.get("headers") or ())
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:

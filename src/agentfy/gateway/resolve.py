@@ -25,6 +25,7 @@ from agentfy.agents.loop import AgentLoop
 from agentfy.gateway.auth import Principal
 from agentfy.gateway.errors import ApiError
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
+from agentfy.logs import bind_log_identity
 from agentfy.store.db import Tx
 from agentfy.store.errors import NotFoundError
 from agentfy.store.repos import agents
@@ -55,10 +56,15 @@ def _naming(field: str) -> Iterator[None]:
 def agent_in(tx: Tx, who: Principal, ref: str, field: str = "agent") -> Agent:
     """The caller's agent named by ``ref``, read in ``tx`` (the transaction that is about to write)."""
     with _naming(field):
-        return agents.resolve_agent(tx, who.scope, ref)
+        agent = agents.resolve_agent(tx, who.scope, ref)
+    bind_log_identity(agent_key=agent.agent_key)
+    return agent
 
 
 def agent_loop(gateway: GatewayState, who: Principal, ref: str, field: str = "agent") -> AgentLoop:
     """The caller's agent named by ``ref``, through the router's cache (reads only)."""
+    context = who.context()
     with _naming(field):
-        return gateway.router.get(who.context(), ref)
+        loop = gateway.router.get_cached(context, ref) or gateway.router.get(context, ref)
+    bind_log_identity(agent_key=loop.agent.agent_key)
+    return loop

@@ -25,6 +25,8 @@ from agentfy.gateway import agent_ops
 from agentfy.gateway.auth import bearer
 from agentfy.gateway.errors import ApiError
 from agentfy.gateway.limits import App, Receive, Scope, Send
+from agentfy.identity.context import set_for_task
+from agentfy.logs import bind_log_identity
 from agentfy.permissions.access import AccessDenied, authorize
 
 if TYPE_CHECKING:
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 
 PREFIX: Final = "/v1/agents/"
 OPERATION: Final = "agents.get"
+#: The route template this path answers for (metrics and logs).
+ROUTE: Final = "/v1/agents/{agent}"
 _CONTENT_TYPE: Final = (b"content-type", b"application/json")
 
 
@@ -69,5 +73,12 @@ class WarmAgentReads:
             authorize(who, OPERATION)
         except (ApiError, AccessDenied):
             return None  # 401/403: the application answers, with its error body
-        loop = gateway.router.get_cached(who.context(), reference)
-        return None if loop is None else agent_ops.rendered(gateway, loop.agent)
+        context = who.context()
+        loop = gateway.router.get_cached(context, reference)
+        if loop is None:
+            return None
+        # What the outer layer logs and counts this request as: the route it stands in for, its identity.
+        scope["agentfy.route"] = ROUTE
+        set_for_task(context)
+        bind_log_identity(agent_key=loop.agent.agent_key)
+        return agent_ops.rendered(gateway, loop.agent)

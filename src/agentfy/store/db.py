@@ -15,7 +15,6 @@ two writers queue on the busy timeout instead of deadlocking on a lock upgrade).
 from __future__ import annotations
 
 import functools
-import os
 import re
 import sqlite3
 import sys
@@ -45,9 +44,6 @@ from agentfy.store.errors import (
 )
 from agentfy.store.pool import Connections, PoolSettings
 
-#: The embedded default: a SQLite file under ./var, created on first use.
-DEFAULT_DATABASE_URL: Final = "sqlite:///var/agentfy.db"
-DATABASE_URL_ENV: Final = "AGENTFY_DATABASE_URL"
 SQLITE_BUSY_TIMEOUT_MS: Final = 5000
 
 Params: TypeAlias = Mapping[str, Any]
@@ -64,8 +60,17 @@ _INTEGRITY_ERRORS: Final = frozenset({"UniqueViolation", "ForeignKeyViolation", 
 
 
 def database_url(explicit: str | None = None) -> str:
-    """The URL to use: ``explicit``, else ``$AGENTFY_DATABASE_URL``, else the embedded SQLite file."""
-    return explicit or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL
+    """The URL to use: ``explicit``, else the ``database_url`` setting (``$AGENTFY_DATABASE_URL``, the config
+    file), else the embedded SQLite file."""
+    from agentfy.settings import load_settings  # noqa: PLC0415 - only when no URL is given
+
+    return explicit or load_settings().database_url
+
+
+def _configured_pool() -> PoolSettings:
+    from agentfy.settings import load_settings  # noqa: PLC0415
+
+    return load_settings().pool_settings()
 
 
 def now() -> str:
@@ -186,7 +191,7 @@ class Database:
         self.dialect: str = self.engine.dialect.name
         self._sqlite = self.dialect == "sqlite"
         self.random = random
-        self._connections = Connections(self.engine, pool if pool is not None else PoolSettings.from_env())
+        self._connections = Connections(self.engine, pool if pool is not None else _configured_pool())
         #: Committed changes that can stale a cache, for this process's caches and WebSocket clients.
         self.changes = ChangeFeed(self.dialect)
         self._compiled: dict[int, tuple[object, str, dict[str, Any]]] = {}

@@ -27,17 +27,12 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import sqlalchemy as sa
 
 from agentfy.store.errors import UnavailableError
-
-POOL_SIZE_ENV: Final = "AGENTFY_DB_POOL_SIZE"
-MAX_OVERFLOW_ENV: Final = "AGENTFY_DB_MAX_OVERFLOW"
-POOL_TIMEOUT_ENV: Final = "AGENTFY_DB_POOL_TIMEOUT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,23 +54,6 @@ class PoolSettings:
             raise ValueError(f"the pool overflow must be 0 or more, not {self.overflow}")
         if not self.timeout > 0:
             raise ValueError(f"the pool timeout must be more than 0 seconds, not {self.timeout}")
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> PoolSettings:
-        """From ``$AGENTFY_DB_POOL_SIZE``, ``$AGENTFY_DB_MAX_OVERFLOW`` and ``$AGENTFY_DB_POOL_TIMEOUT`` (the
-        defaults where unset); :class:`ValueError` naming the variable for a value that is not a number."""
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for name, field, kind in ((POOL_SIZE_ENV, "size", int), (MAX_OVERFLOW_ENV, "overflow", int),
-                                  (POOL_TIMEOUT_ENV, "timeout", float)):
-            text = env.get(name)
-            if text:
-                try:
-                    values[field] = kind(text)
-                except ValueError:
-                    raise ValueError(f"${name} must be a{'n integer' if kind is int else ' number'}, "
-                                     f"not {text!r}") from None
-        return cls(**values)
 
     @property
     def limit(self) -> int:

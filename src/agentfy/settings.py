@@ -1,0 +1,303 @@
+"""Every setting of agentfy in one typed object: server, workers, event bus, consolidation, pool, caches,
+logging, telemetry, keys and limits.
+
+Why one object: a setting read in five places drifts (two processes started differently disagree on a lease
+or a key), cannot be listed, and cannot be checked before anything starts.  Here each setting has one name,
+one type, one default and one validation, and ``agentfy config show`` prints what is in effect and where it
+came from.
+
+Where values come from, lowest to highest precedence:
+
+1. the defaults below;
+2. the environment: ``AGENTFY_<FIELD>`` for top-level fields, ``AGENTFY_<SECTION>_<FIELD>`` for a section
+   (``AGENTFY_DB_POOL_SIZE``, ``AGENTFY_EVENTS_LEASE_SECONDS``, ``AGENTFY_LOG_FORMAT``);
+3. a TOML file named by ``--config`` or ``$AGENTFY_CONFIG_FILE`` (top-level keys, and one table per section:
+   ``[db] pool_size = 4``);
+4. command-line options.
+
+A bad value fails when the settings are built, naming the setting, the value and what was expected.
+Secrets are :class:`pydantic.SecretStr`: they print masked everywhere, ``config show`` included.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from agentfy.events.settings import BusSettings
+
+if TYPE_CHECKING:
+    from agentfy.events.consolidation.settings import ConsolidationSettings
+    from agentfy.store.pool import PoolSettings
+
+ENV_PREFIX: Final = "AGENTFY_"
+CONFIG_FILE_ENV: Final = "AGENTFY_CONFIG_FILE"
+DEFAULT_DATABASE_URL: Final = "sqlite:///var/agentfy.db"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ServeSettings(_Section):
+    """``agentfy serve``: where it listens, how many gateway processes, and whether the event workers run
+    inside them (turn that off when separate ``agentfy worker`` processes consume the bus)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    workers: int = Field(default=1, ge=1, le=64)
+    event_workers: bool = True
+
+
+class PoolConfig(_Section):
+    """The bounded connection pool of each process: ``pool_size`` idle connections kept, ``max_overflow``
+    more under load, ``pool_timeout`` seconds a request waits for one before answering 503."""
+
+    pool_size: int = Field(default=8, ge=1)
+    max_overflow: int = Field(default=12, ge=0)
+    pool_timeout: float = Field(default=10.0, gt=0)
+
+
+class CacheSettings(_Section):
+    """``router_ttl_seconds``: how long a cached agent loop lives without a change heard from the change feed
+    (a backstop; the feed empties the cache on every committed change)."""
+
+    router_ttl_seconds: float = Field(default=300.0, gt=0)
+
+
+class ConsolidationConfig(_Section):
+    """The consolidation pipeline (see :class:`agentfy.events.consolidation.settings.ConsolidationSettings`)."""
+
+    debounce_seconds: float = Field(default=600.0, ge=0)
+    max_batch: int = Field(default=10, ge=1)
+    max_session_messages: int = Field(default=10_000, ge=1)
+    dream_max_chars: int = Field(default=200_000, ge=1)
+
+
+class LogSettings(_Section):
+    """``level`` of agentfy's and uvicorn's records; ``format`` ``console`` (readable) or ``json`` (one
+    object per line, for a log shipper)."""
+
+    level: Literal["debug", "info", "warning", "error", "critical"] = "info"
+    format: Literal["console", "json"] = "console"
+
+
+class TelemetrySettings(_Section):
+    """``metrics``: serve ``/metrics`` in the Prometheus text format.  ``otel_exporter``: send OpenTelemetry
+    spans of requests and database calls (``otlp`` reads the standard ``OTEL_EXPORTER_OTLP_*`` variables;
+    ``console`` prints them; ``none`` leaves tracing off and costs nothing)."""
+
+    metrics: bool = True
+    otel_exporter: Literal["none", "console", "otlp"] = "none"
+
+
+class Settings(BaseSettings):
+    """The effective configuration of one agentfy process (frozen: read once, passed down)."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="_", env_nested_max_split=1,
+                                      frozen=True, extra="forbid")
+
+    database_url: str = DEFAULT_DATABASE_URL
+    #: base64 of at least 32 bytes; signs the short-lived signed contexts.  Unset: :attr:`signing_key_file`.
+    signing_key: SecretStr | None = None
+    #: Unset: a file per database (see :func:`default_key_file`), created with mode 0600 on first use.
+    signing_key_file: Path | None = None
+    #: base64 of 32 bytes (AES-256) for stored credentials.  Unset: :attr:`credentials_key_file`.
+    credentials_key: SecretStr | None = None
+    credentials_key_file: Path | None = None
+    #: Adopt this platform-admin API key instead of issuing (and printing) one on the first start.
+    admin_api_key: SecretStr | None = None
+    #: The largest request body (bytes) outside the vault's upload.
+    body_max_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    serve: ServeSettings = ServeSettings()
+    db: PoolConfig = PoolConfig()
+    events: BusSettings = Field(default_factory=BusSettings)
+    consolidation: ConsolidationConfig = ConsolidationConfig()
+    cache: CacheSettings = CacheSettings()
+    log: LogSettings = LogSettings()
+    telemetry: TelemetrySettings = TelemetrySettings()
+
+    def pool_settings(self) -> PoolSettings:
+        """The pool section as the store takes it."""
+        from agentfy.store.pool import PoolSettings  # noqa: PLC0415 - the store imports this module
+
+        return PoolSettings(self.db.pool_size, self.db.max_overflow, self.db.pool_timeout)
+
+    def consolidation_settings(self) -> ConsolidationSettings:
+        """The consolidation section, publishing with this process's bus settings."""
+        from agentfy.events.consolidation.settings import ConsolidationSettings  # noqa: PLC0415
+
+        section = self.consolidation
+        return ConsolidationSettings(section.debounce_seconds, section.max_batch, section.max_session_messages,
+                                     section.dream_max_chars, bus=self.events)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # CLI (init) over the file over the environment; no .env or secrets directory is read implicitly.
+        return (init_settings, _FileSource(settings_cls), env_settings)
+
+
+class _FileSource(PydanticBaseSettingsSource):
+    """The TOML file handed over by :func:`load_settings` (a module-level slot: pydantic-settings builds the
+    sources itself, so the path cannot be passed as an argument)."""
+
+    data: Mapping[str, Any] = {}
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self.data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self.data)
+
+
+class SettingsError(ValueError):
+    """A setting (or the config file) is invalid; the message names each bad setting, value and rule."""
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The TOML document at ``path``, or :class:`SettingsError` saying what is wrong with it."""
+    try:
+        with path.open("rb") as file:
+            return tomllib.load(file)
+    except FileNotFoundError:
+        raise SettingsError(f"config file {str(path)!r} does not exist") from None
+    except PermissionError:
+        raise SettingsError(f"config file {str(path)!r} cannot be read (permission denied)") from None
+    except tomllib.TOMLDecodeError as error:
+        raise SettingsError(f"config file {str(path)!r} is not valid TOML: {error}") from None
+
+
+def load_settings(cli: Mapping[str, Any] | None = None, *, config_file: Path | None = None) -> Settings:
+    """The effective settings: ``cli`` (dotted names such as ``"db.pool_size"``, ``None`` values ignored)
+    over the config file (``config_file``, else ``$AGENTFY_CONFIG_FILE``) over the environment over the
+    defaults."""
+    path = config_path(config_file)
+    _FileSource.data = read_config_file(path) if path else {}
+    overrides = _nest({name: value for name, value in (cli or {}).items() if value is not None})
+    try:
+        return Settings(**overrides)
+    except ValidationError as error:
+        raise SettingsError(describe(error)) from None
+    finally:
+        _FileSource.data = {}
+
+
+def config_path(explicit: Path | None) -> Path | None:
+    """The config file in use: ``explicit`` (``--config``), else ``$AGENTFY_CONFIG_FILE``, else none."""
+    named = os.environ.get(CONFIG_FILE_ENV)
+    return explicit or (Path(named) if named else None)
+
+
+def describe(error: ValidationError) -> str:
+    """One line per problem: the setting, the value given and the rule it broke."""
+    problems = []
+    for problem in error.errors():
+        name = ".".join(str(part) for part in problem["loc"])
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        given = problem.get("input")
+        if name and not isinstance(given, dict):
+            problems.append(f"{name} {_masked(name, given)!r}: {message}")
+        else:
+            problems.append(f"{name + ': ' if name else ''}{message}")
+    return "invalid setting: " + "; ".join(problems)
+
+
+def _masked(name: str, value: Any) -> Any:
+    return "********" if _is_secret_name(name) and value not in (None, "") else value
+
+
+def _is_secret_name(name: str) -> bool:
+    return name.rsplit(".", 1)[-1] in {"signing_key", "credentials_key", "admin_api_key"}
+
+
+def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
+    nested: dict[str, Any] = {}
+    for name, value in flat.items():
+        section, _, field = name.partition(".")
+        if field:
+            nested.setdefault(section, {})[field] = value
+        else:
+            nested[name] = value
+    return nested
+
+
+def default_key_file(database_url: str, kind: Literal["signing", "credentials"]) -> Path:
+    """Where a key lives when no setting names it: beside an SQLite file, named after it
+    (``var/agentfy.db`` -> ``var/agentfy.signing.key``), so two databases in one directory never share a
+    key; for a server database, ``var/keys/<host>-<port>-<database>.<kind>.key`` under the working
+    directory.  Several *hosts* serving one PostgreSQL database must set the key explicitly (the same
+    value everywhere); the processes of one ``agentfy serve --workers N`` share the file."""
+    from sqlalchemy.engine import make_url  # noqa: PLC0415 - keep `agentfy config show` imports light
+
+    url = make_url(database_url)
+    if url.get_backend_name() == "sqlite":
+        database = Path(url.database or "var/agentfy.db")
+        return database.with_name(f"{database.stem}.{kind}.key")
+    name = f"{url.host or 'localhost'}-{url.port or 5432}-{url.database or 'postgres'}"
+    return Path("var") / "keys" / f"{name}.{kind}.key"
+
+
+@dataclass(frozen=True, slots=True)
+class Effective:
+    """One setting as ``config show`` prints it."""
+
+    name: str
+    environment_variable: str
+    value: str
+    source: str
+
+
+def effective(settings: Settings, cli: Mapping[str, Any] | None = None, *,
+              config_file: Path | None = None) -> Iterator[Effective]:
+    """Each setting's value (secrets masked) and where it came from: ``cli``, ``file <path>``,
+    ``env $NAME`` or ``default``; the same sources :func:`load_settings` was given."""
+    env = os.environ
+    path = config_path(config_file)
+    file_data = read_config_file(path) if path else {}
+    given = {name for name, value in (cli or {}).items() if value is not None}
+    for name, value in _leaves(settings.model_dump()):
+        variable = ENV_PREFIX + name.replace(".", "_").upper()
+        section, _, field = name.partition(".")
+        in_file = (section in file_data and isinstance(file_data[section], Mapping) and field in file_data[section]
+                   ) if field else name in file_data
+        source = ("cli" if name in given else f"file {path}" if in_file else
+                  f"env ${variable}" if env.get(variable) not in (None, "") else "default")
+        shown = "********" if _is_secret_name(name) and value is not None else (
+            "" if value is None else str(value))
+        yield Effective(name, variable, shown, source)
+
+
+def _leaves(values: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for name, value in values.items():
+        if isinstance(value, Mapping):
+            yield from _leaves(value, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", value
+
+
+def as_environment(settings: Settings) -> dict[str, str]:
+    """``settings`` as ``AGENTFY_*`` variables (secrets revealed: for child processes only, never printed),
+    so the processes ``agentfy serve`` starts run with exactly the settings it resolved."""
+    variables: dict[str, str] = {}
+    for name, value in _leaves(settings.model_dump()):
+        if value is None:
+            continue
+        if isinstance(value, SecretStr):
+            text = value.get_secret_value()
+        elif isinstance(value, bool):
+            text = "true" if value else "false"
+        else:
+            text = str(value)
+        variables[ENV_PREFIX + name.replace(".", "_").upper()] = text
+    return variables

@@ -1,0 +1,156 @@
+"""The one settings object: precedence (defaults < environment < file < command line), validation that names
+the setting, masking of secrets, and `agentfy config show`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from agentfy.settings import SettingsError, as_environment, default_key_file, effective, load_settings
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for name in [n for n in os.environ if n.startswith("AGENTFY_") and not n.startswith("AGENTFY_TEST_")]:
+        monkeypatch.delenv(name)
+
+
+def test_defaults() -> None:
+    settings = load_settings()
+    assert settings.database_url == "sqlite:///var/agentfy.db"
+    assert settings.db.pool_size == 8 and settings.events.lease_seconds == 60.0 and settings.log.level == "info"
+
+
+def test_environment_over_defaults_file_over_environment_cli_over_file(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTFY_DB_POOL_SIZE", "3")
+    monkeypatch.setenv("AGENTFY_EVENTS_LEASE_SECONDS", "120")
+    monkeypatch.setenv("AGENTFY_LOG_LEVEL", "debug")
+    config = tmp_path / "agentfy.toml"
+    config.write_text('[db]\npool_size = 5\n[log]\nformat = "json"\n', encoding="utf-8")
+
+    assert load_settings().db.pool_size == 3  # environment over default
+    from_file = load_settings(config_file=config)
+    assert from_file.db.pool_size == 5  # file over environment
+    assert from_file.events.lease_seconds == 120.0 and from_file.log.level == "debug"  # env kept where unset
+    assert from_file.log.format == "json"
+    cli = load_settings({"db.pool_size": 7, "log.level": None}, config_file=config)
+    assert cli.db.pool_size == 7  # command line over file
+    assert cli.log.level == "debug"  # an option not given (None) changes nothing
+
+    sources = {row.name: row.source for row in effective(cli, {"db.pool_size": 7}, config_file=config)}
+    assert sources["db.pool_size"] == "cli"
+    assert sources["log.format"] == f"file {config}"
+    assert sources["events.lease_seconds"] == "env $AGENTFY_EVENTS_LEASE_SECONDS"
+    assert sources["serve.port"] == "default"
+
+
+def test_the_config_file_is_found_through_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('body_max_bytes = 2048\n', encoding="utf-8")
+    monkeypatch.setenv("AGENTFY_CONFIG_FILE", str(config))
+    assert load_settings().body_max_bytes == 2048
+
+
+@pytest.mark.parametrize(("variable", "value", "message"), [
+    ("AGENTFY_DB_POOL_SIZE", "many", r"db\.pool_size 'many': Input should be a valid integer"),
+    ("AGENTFY_SERVE_PORT", "70000", r"serve\.port '70000': Input should be less than or equal to 65535"),
+    ("AGENTFY_LOG_FORMAT", "xml", r"log\.format 'xml': Input should be 'console' or 'json'"),
+    ("AGENTFY_EVENTS_LEASE_SECONDS", "0", r"events\.lease_seconds '0': Input should be greater than 0"),
+    ("AGENTFY_EVENTS_LEASE_SECONDZ", "1", r"events\.lease_secondz '1': Extra inputs are not permitted"),
+])
+def test_a_bad_value_names_the_setting_and_the_value(variable: str, value: str, message: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError, match=message):
+        load_settings()
+
+
+def test_a_bad_config_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="does not exist"):
+        load_settings(config_file=tmp_path / "missing.toml")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[db\n", encoding="utf-8")
+    with pytest.raises(SettingsError, match="is not valid TOML"):
+        load_settings(config_file=broken)
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text("colour = 'blue'\n", encoding="utf-8")
+    with pytest.raises(SettingsError, match=r"colour 'blue': Extra inputs are not permitted"):
+        load_settings(config_file=unknown)
+
+
+def test_secrets_are_masked_everywhere_but_in_the_environment_handed_to_children(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTFY_SIGNING_KEY", "c2VjcmV0LXNpZ25pbmcta2V5LW9mLTMyLWJ5dGVzLi4uLg==")
+    monkeypatch.setenv("AGENTFY_ADMIN_API_KEY", "ak_live_secret")
+    settings = load_settings()
+    assert "ak_live_secret" not in repr(settings) and "c2VjcmV0" not in str(settings)
+    shown = {row.name: row.value for row in effective(settings)}
+    assert shown["signing_key"] == "********" and shown["admin_api_key"] == "********"
+    assert shown["credentials_key"] == ""  # unset: nothing to mask
+    assert as_environment(settings)["AGENTFY_ADMIN_API_KEY"] == "ak_live_secret"
+    monkeypatch.setenv("AGENTFY_DB_POOL_SIZE", "x")
+    monkeypatch.setenv("AGENTFY_CREDENTIALS_KEY", "")
+    with pytest.raises(SettingsError) as refused:
+        load_settings()
+    assert "ak_live_secret" not in str(refused.value)
+
+
+def test_as_environment_round_trips(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = load_settings({"db.pool_size": 4, "events.strict_ids": True, "serve.event_workers": False,
+                              "signing_key": SecretStr("a" * 44)})
+    for name, value in as_environment(settings).items():
+        monkeypatch.setenv(name, value)
+    assert load_settings() == settings
+
+
+def test_key_files_are_per_database() -> None:
+    one = default_key_file("sqlite:///var/one.db", "signing")
+    two = default_key_file("sqlite:///var/two.db", "signing")
+    assert one == Path("var/one.signing.key") and two == Path("var/two.signing.key")
+    assert default_key_file("postgresql+psycopg://u@db.example:5433/prod", "credentials") == Path(
+        "var/keys/db.example-5433-prod.credentials.key")
+
+
+def _agentfy(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+             ) -> subprocess.CompletedProcess[str]:
+    import os
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("AGENTFY_") or k.startswith("AGENTFY_TEST_")}
+    return subprocess.run([sys.executable, "-m", "agentfy.cli", *args], capture_output=True, text=True,
+                          env={**clean, **(env or {})}, cwd=cwd, timeout=60, check=False)
+
+
+def test_config_show_prints_every_setting_its_variable_and_source(tmp_path: Path) -> None:
+    config = tmp_path / "a.toml"
+    config.write_text("[db]\npool_size = 3\n", encoding="utf-8")
+    shown = _agentfy("--config", str(config), "config", "show", "--json",
+                     env={"AGENTFY_ADMIN_API_KEY": "ak_secret", "AGENTFY_EVENTS_BATCH_SIZE": "7"}, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    rows = {row["name"]: row for row in map(json.loads, shown.stdout.splitlines())}
+    assert rows["db.pool_size"] == {"name": "db.pool_size", "env": "AGENTFY_DB_POOL_SIZE", "value": "3",
+                                    "source": f"file {config}"}
+    assert rows["events.batch_size"]["source"] == "env $AGENTFY_EVENTS_BATCH_SIZE"
+    assert rows["admin_api_key"]["value"] == "********" and "ak_secret" not in shown.stdout
+    assert not (tmp_path / "var").exists()  # showing settings creates nothing
+
+
+def test_config_show_refuses_a_bad_setting_in_one_line() -> None:
+    refused = _agentfy("config", "show", env={"AGENTFY_SERVE_PORT": "zero"})
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == ("error: invalid setting: serve.port 'zero': Input should be a valid integer, "
+                                      "unable to parse string as an integer")
+
+
+def test_docs_list_every_setting() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    missing = [row.name for row in effective(load_settings())
+               if f"| `{row.name}` | `{row.environment_variable}` |" not in text]
+    assert missing == []
