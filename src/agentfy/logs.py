@@ -43,6 +43,7 @@ class LogIdentity:
     request_id: str | None = None
     tenant: str | None = None  # the organization's slug
     agent_key: str | None = None
+    agent_id: str | None = None  # for spans only: logs carry the key (IdentityFilter copies the three above)
 
 
 _NO_IDENTITY: Final = LogIdentity()  # outside any request: never written to (see bind_log_identity)

@@ -35,6 +35,7 @@ from agentfy.settings import Settings, load_settings
 from agentfy.store.db import Database
 from agentfy.store.migrate import is_at_head
 from agentfy.store.repos.agents import Agent
+from agentfy.tracing import tracer_for
 
 #: How long start-up waits for the change feed's listening connection before serving anyway (uncached).
 FEED_CONNECT_TIMEOUT_SECONDS: Final = 10.0
@@ -171,7 +172,9 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
     app.state.metrics = metrics
     app.add_middleware(WarmAgentReads, gateway=gateway)  # inside InputLimits: added first
     app.add_middleware(InputLimits, body_max_bytes=settings.body_max_bytes)
-    app.add_middleware(RequestObservation, gateway=gateway, metrics=metrics)  # outermost: sees every answer
+    tracer = tracer_for(settings.telemetry)
+    db.tracer = tracer
+    app.add_middleware(RequestObservation, gateway=gateway, metrics=metrics, tracer=tracer)  # outermost
     errors.install(app)
 
     @app.get("/healthz", tags=["health"])

@@ -23,6 +23,9 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, Final
 
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, StatusCode, Tracer
+
 from agentfy.identity import Scope
 from agentfy.identity.context import current
 from agentfy.identity.ids import OrgId
@@ -124,8 +127,10 @@ class TenantSlugs:
 class RequestObservation:
     """The middleware (see the module docstring)."""
 
-    def __init__(self, app: App, gateway: GatewayState, metrics: GatewayMetrics | None) -> None:
+    def __init__(self, app: App, gateway: GatewayState, metrics: GatewayMetrics | None,
+                 tracer: Tracer | None = None) -> None:
         self.app = app
+        self.tracer = tracer
         self.gateway = gateway
         self.metrics = metrics
         self.slugs = gateway.tenant_slugs
@@ -148,23 +153,48 @@ class RequestObservation:
             await send(message)
 
         started = time.perf_counter()
+        span = None if self.tracer is None or scope["type"] != "http" else self.tracer.start_span(
+            scope["method"], kind=SpanKind.SERVER, attributes={"http.request.method": scope["method"],
+                                                               "agentfy.request_id": request_id})
         try:
-            await self.app(scope, receive, answer if scope["type"] == "http" else send)
+            if span is None:
+                await self.app(scope, receive, answer if scope["type"] == "http" else send)
+            else:
+                with trace.use_span(span, end_on_exit=False):
+                    await self.app(scope, receive, answer)
         finally:
             if scope["type"] == "http":
-                self._record(scope, status, time.perf_counter() - started)
+                route = self._record(scope, status, time.perf_counter() - started)
+                if span is not None:
+                    self._finish(span, scope, route, status)
             reset_log_identity(token)
 
-    def _record(self, scope: ScopeT, status: int, seconds: float) -> None:
+    @staticmethod
+    def _finish(span: Span, scope: ScopeT, route: str, status: int) -> None:
+        span.update_name(f"{scope['method']} {route}")
+        span.set_attribute("http.route", route)
+        span.set_attribute("http.response.status_code", status)
+        context = current()
+        if context.tenant_id is not None:
+            span.set_attribute("tenant_id", context.tenant_id)
+        agent_id = current_identity().agent_id
+        if agent_id is not None:
+            span.set_attribute("agent_id", agent_id)
+        if status >= 500:
+            span.set_status(StatusCode.ERROR)
+        span.end()
+
+    def _record(self, scope: ScopeT, status: int, seconds: float) -> str:
         if self._templates is None and "app" in scope:
             self._templates = operation_templates(scope["app"])
         route = route_template(scope, self._templates or {})
         if self.metrics is not None:
             self.metrics.observe(scope["method"], route, status, seconds)
         if not log.isEnabledFor(logging.INFO):
-            return
+            return route
         tenant_id = current().tenant_id
         identity = current_identity()
         log.info("%s %s %d", scope["method"], route, status,
                  extra={"status": status, "duration_ms": round(seconds * 1000, 3), "path": scope["path"],
                         "tenant": identity.tenant or (self.slugs.peek(tenant_id) if tenant_id else None)})
+        return route

@@ -57,7 +57,7 @@ def agent_in(tx: Tx, who: Principal, ref: str, field: str = "agent") -> Agent:
     """The caller's agent named by ``ref``, read in ``tx`` (the transaction that is about to write)."""
     with _naming(field):
         agent = agents.resolve_agent(tx, who.scope, ref)
-    bind_log_identity(agent_key=agent.agent_key)
+    bind_log_identity(agent_key=agent.agent_key, agent_id=agent.id)
     return agent
 
 
@@ -66,5 +66,5 @@ def agent_loop(gateway: GatewayState, who: Principal, ref: str, field: str = "ag
     context = who.context()
     with _naming(field):
         loop = gateway.router.get_cached(context, ref) or gateway.router.get(context, ref)
-    bind_log_identity(agent_key=loop.agent.agent_key)
+    bind_log_identity(agent_key=loop.agent.agent_key, agent_id=loop.agent.id)
     return loop

@@ -80,5 +80,5 @@ class WarmAgentReads:
         # What the outer layer logs and counts this request as: the route it stands in for, its identity.
         scope["agentfy.route"] = ROUTE
         set_for_task(context)
-        bind_log_identity(agent_key=loop.agent.agent_key)
+        bind_log_identity(agent_key=loop.agent.agent_key, agent_id=loop.agent.id)
         return agent_ops.rendered(gateway, loop.agent)

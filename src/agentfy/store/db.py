@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Any, Final, TypeAlias
 
 import sqlalchemy as sa
+from opentelemetry.trace import SpanKind, Tracer
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
@@ -190,6 +191,8 @@ class Database:
         self.engine = create_engine(self.url)
         self.dialect: str = self.engine.dialect.name
         self._sqlite = self.dialect == "sqlite"
+        #: Set when tracing is on (:mod:`agentfy.tracing`): every statement then runs in a span.
+        self.tracer: Tracer | None = None
         self.random = random
         self._connections = Connections(self.engine, pool if pool is not None else _configured_pool())
         #: Committed changes that can stale a cache, for this process's caches and WebSocket clients.
@@ -421,11 +424,26 @@ class Tx:
             else self.db.compiled(statement)
         if defaults:
             params = {**defaults, **(params or {})}
+        if self.db.tracer is not None:
+            return self._traced(sql, params or {})
         try:
             return self._cursor.execute(sql, params or {})
         except Exception as error:
             self._failed = True
             raise self._translate(error) from error
+
+    def _traced(self, sql: str, params: Params) -> Any:
+        """:meth:`execute` inside a span: the statement's SQL (never its parameter values) and the engine."""
+        assert self.db.tracer is not None
+        verb = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else "SQL"
+        with self.db.tracer.start_as_current_span(f"db {verb}", kind=SpanKind.CLIENT,
+                                                  attributes={"db.system": self.db.dialect,
+                                                              "db.statement": sql}):
+            try:
+                return self._cursor.execute(sql, params)
+            except Exception as error:
+                self._failed = True
+                raise self._translate(error) from error
 
     def executemany(self, statement: Statement, rows: Sequence[Params]) -> None:
         if not rows:

@@ -1,0 +1,47 @@
+"""Traces: off unless an exporter is configured; when on, a request span named by its route template with
+``agent_id`` and ``tenant_id`` (IDs, never the key or slug), and a span per database statement inside it."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from agentfy import tracing
+from agentfy.gateway.app import create_app
+from agentfy.settings import TelemetrySettings, load_settings
+from agentfy.store.db import Database
+from tests.gateway.conftest import Tenant
+from tests.store.helpers import new_agent
+
+
+def test_tracing_is_off_by_default(db: Database) -> None:
+    assert tracing.tracer_for(TelemetrySettings()) is None
+    create_app(db, signing_secret=b"s" * 32, settings=load_settings())
+    assert db.tracer is None
+
+
+def test_a_request_span_carries_ids_and_contains_the_statements(db: Database, acme: Tenant,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setitem(tracing._configured, "console", provider.get_tracer("test"))
+    monkeypatch.setenv("AGENTFY_TELEMETRY_OTEL_EXPORTER", "console")
+    agent = new_agent(db, acme.scope, "traced-bot")
+    with TestClient(create_app(db, signing_secret=b"s" * 32, settings=load_settings())) as client:
+        assert client.get("/v1/agents/traced-bot", headers=acme.headers()).status_code == 200
+    db.tracer = None
+    spans = exporter.get_finished_spans()
+    request = next(span for span in spans if span.name == "GET /v1/agents/{agent}")
+    assert request.attributes is not None
+    assert request.attributes["agent_id"] == agent.id and request.attributes["tenant_id"] == acme.scope.tenant_id
+    assert request.attributes["http.response.status_code"] == 200
+    assert "traced-bot" not in {str(value) for value in request.attributes.values()}  # the key is not an ID
+    statements = [span for span in spans if span.name.startswith("db ")]
+    assert statements and all(span.attributes and span.attributes["db.system"] == db.dialect for span in statements)
+    inside = [span for span in statements if span.parent is not None
+              and span.parent.span_id == request.context.span_id]
+    assert inside, "the statements of the request are children of its span"
