@@ -66,3 +66,15 @@ def test_the_short_key_test_only_ever_says_yes_to_valid_keys(value: str) -> None
         assert agent_key_problem(value) is None and not looks_like_an_id(value) and not is_id(value, "agent")
     elif agent_key_problem(value) is None:
         assert value.count("-") >= 3
+
+
+def test_parse_id_by_typed_id_checks_that_entity_and_returns_the_type() -> None:
+    from agentfy.identity.ids import PREFIX_OF, AgentId, OrgId
+    from agentfy.ids import ID_ENTITIES, format_id
+
+    assert set(PREFIX_OF.values()) <= set(ID_ENTITIES.values())
+    agent = format_id("agent")
+    parsed: AgentId = parse_id(agent, AgentId)
+    assert parsed == agent
+    with pytest.raises(InvalidIdError, match=r"invalid tenant_id 'agent-.*expected org-<adjective>"):
+        parse_id(agent, OrgId, field="tenant_id")

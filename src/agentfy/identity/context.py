@@ -78,9 +78,9 @@ def _validated(**fields: object) -> dict[str, object]:
         if value is None:
             checked[name] = None
         elif name == "tenant_id":
-            checked[name] = OrgId(parse_id(value, "org", field="tenant_id"))
+            checked[name] = parse_id(value, OrgId, field="tenant_id")
         elif name == "agent_id":
-            checked[name] = AgentId(parse_id(value, "agent", field="agent_id"))
+            checked[name] = parse_id(value, AgentId, field="agent_id")
         elif name in ("agent_key", "tool_agent_key"):
             checked[name] = parse_agent_key(value, field=name)
         elif name == "role":

@@ -1,4 +1,4 @@
-"""Typed IDs and the two parsing contracts of the storage boundary (the seed's Trap 3).
+"""Typed IDs and the two parsing contracts of the storage boundary.
 
 * :func:`parse_id` — for every INSERT, UPDATE, UPSERT and DELETE, and every SELECT where an empty result
   would hide a bug.  A bad value raises :class:`InvalidIdError` (the field, the value, the expected format
@@ -8,12 +8,13 @@
   It is intentionally silent; prefer ``parse_id`` in new code.
 
 The ``NewType``s cost nothing at run time; they let mypy tell an agent ID from a team ID from a bare
-``str`` (the seed's Trap 2: two adjacent string fields swapped at a call site).
+``str`` (two adjacent string fields swapped at a call site is a type error, not a corrupted row).
 """
 
 from __future__ import annotations
 
-from typing import NewType, TypeVar
+from collections.abc import Callable
+from typing import Final, NewType, TypeVar, overload
 
 from agentfy.ids import explain_id, is_id
 
@@ -42,6 +43,17 @@ TeamTaskAttachmentId = NewType("TeamTaskAttachmentId", str)
 
 IdT = TypeVar("IdT", bound=str)
 
+#: The prefix of each typed ID, so ``parse_id(value, AgentId)`` can check the right format and return the type.
+PREFIX_OF: Final[dict[object, str]] = {
+    OrgId: "org", OrgMemberId: "org-member", OrgCredentialId: "org-credential", OrgPolicyId: "org-policy",
+    UserId: "user", AgentId: "agent", AgentLinkId: "agent-link", AgentMcpServerId: "agent-mcp-server",
+    TeamId: "team", TeamMemberId: "team-member", TeamApiKeyId: "team-api-key",
+    EpisodicSummaryId: "episodic-summary", KgEntityId: "kg-entity", KgRelationId: "kg-relation",
+    MemoryDocumentId: "memory-document", MemoryChunkId: "memory-chunk", VaultDocumentId: "vault-document",
+    SkillId: "skill", CronJobId: "cron-job", AgentConfigPermissionId: "agent-config-permission",
+    TeamTaskId: "team-task", TeamTaskAttachmentId: "team-task-attachment",
+}
+
 
 class InvalidIdError(ValueError):
     """A value that should be an ID of one entity is not: names the field, the value and the expectation."""
@@ -57,8 +69,15 @@ class InvalidIdError(ValueError):
                          + "; ".join(self.problems))
 
 
-def parse_id(value: object, prefix: str, *, field: str | None = None) -> str:
-    """``value`` itself if ``is_id(value, prefix)``, else :class:`InvalidIdError`.  Use before every write."""
+@overload
+def parse_id(value: object, kind: Callable[[str], IdT], *, field: str | None = None) -> IdT: ...
+@overload
+def parse_id(value: object, kind: str, *, field: str | None = None) -> str: ...
+def parse_id(value: object, kind: Callable[[str], str] | str, *, field: str | None = None) -> str:
+    """``value`` itself if it is an ID of ``kind``'s entity, else :class:`InvalidIdError`.  Use before every
+    write.  ``kind`` is a typed ID (``AgentId``: the result is an ``AgentId``) or a registered prefix
+    (``"agent"``: the result is a ``str``)."""
+    prefix = kind if isinstance(kind, str) else PREFIX_OF[kind]
     if is_id(value, prefix):
         return value  # type: ignore[return-value]
     raise InvalidIdError(value, prefix, field=field)

@@ -25,7 +25,7 @@ class Scope:
     @classmethod
     def of(cls, tenant_id: object) -> Scope:
         """Parse ``tenant_id`` (refusing anything but an organization ID) into a scope."""
-        return cls(OrgId(parse_id(tenant_id, "org", field="tenant_id")))
+        return cls(parse_id(tenant_id, OrgId, field="tenant_id"))
 
     def __str__(self) -> str:
         return self.tenant_id

@@ -108,7 +108,7 @@ def check_permission(db: GrantStore, ctx: RequestContext, agent_id: str, config_
     :class:`ValueError` for an unknown ``config_type`` (both caller bugs, refused before any rule runs, so a
     privileged role cannot hide them).
     """
-    agent = AgentId(parse_id(agent_id, "agent"))
+    agent = parse_id(agent_id, AgentId)
     if config_type not in CONFIG_TYPES:
         raise ValueError(f"config_type {config_type!r} is unknown; expected one of {', '.join(CONFIG_TYPES)}")
     decision = _decide(db, ctx, agent, config_type, settings)

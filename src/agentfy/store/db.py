@@ -19,7 +19,7 @@ import re
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,9 +55,6 @@ _NO_DEFAULTS: Final[dict[str, Any]] = {}
 _BEGIN_ATTEMPTS: Final = 3
 _NOTIFY: Final = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload"
 _LOG_CHANGE: Final = "INSERT INTO change_log (origin, payload, created_at) VALUES (?, ?, ?)"
-#: psycopg's integrity error classes, by name (so this module does not import psycopg for SQLite users).
-_INTEGRITY_ERRORS: Final = frozenset({"UniqueViolation", "ForeignKeyViolation", "CheckViolation",
-                                      "NotNullViolation", "IntegrityError"})
 
 
 def database_url(explicit: str | None = None) -> str:
@@ -171,6 +168,22 @@ def _is_operational(error: BaseException) -> bool:
     for SQLite users."""
     psycopg = sys.modules.get("psycopg")
     return psycopg is not None and isinstance(error, psycopg.OperationalError)
+
+
+def _integrity_violation(error: BaseException) -> str | None:
+    """``"unique"``, ``"foreign_key"`` or ``"other"`` for a driver's integrity error, else ``None``.  By the
+    driver's own types (psycopg's SQLSTATE classes, taken from ``sys.modules`` so SQLite users never import
+    psycopg); SQLite has one class for all of them, told apart by its fixed message prefixes."""
+    if isinstance(error, sqlite3.IntegrityError):
+        text = str(error)
+        return ("unique" if text.startswith("UNIQUE constraint failed") else
+                "foreign_key" if text.startswith("FOREIGN KEY constraint failed") else "other")
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is None or not isinstance(error, psycopg.IntegrityError):
+        return None
+    errors = psycopg.errors
+    return ("unique" if isinstance(error, errors.UniqueViolation) else
+            "foreign_key" if isinstance(error, errors.ForeignKeyViolation) else "other")
 
 
 def _is_locked(error: BaseException) -> bool:
@@ -512,21 +525,16 @@ class Tx:
             return UnavailableError("the database could not run the statement now")
         if _is_locked(error):
             return UnavailableError("the database is locked by another writer")
-        name = type(error).__name__
-        if isinstance(error, sqlite3.IntegrityError) or name in _INTEGRITY_ERRORS:
+        violation = _integrity_violation(error)
+        if violation is not None:
             text = str(error)
-            if name == "UniqueViolation" or "UNIQUE constraint failed" in text:
+            if violation == "unique":
                 table, columns = _unique_violation_columns(error, self.db.engine)
                 return UniqueViolation(table, columns)
-            if name == "ForeignKeyViolation" or "FOREIGN KEY constraint failed" in text:
+            if violation == "foreign_key":
                 return DanglingReferenceError("a referenced row does not exist")
             constraint = getattr(getattr(error, "diag", None), "constraint_name", None)
             match = re.search(r"CHECK constraint failed: (\w+)", text)
             rule = constraint or (match.group(1) if match else "a database rule")
             return InvalidInputError(f"the value broke {rule}", field=str(rule), value=None)
         return StoreError("the database failed to run the statement")
-
-
-def rows_as_dicts(columns: Iterable[str], rows: Iterable[Row]) -> list[dict[str, Any]]:
-    names = tuple(columns)
-    return [dict(zip(names, row, strict=True)) for row in rows]

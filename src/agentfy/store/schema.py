@@ -497,7 +497,6 @@ usage_snapshots = sa.Table(
 # The durable event bus (agentfy.events): the outbox, written in the same transaction as the change that
 # caused each event.  Its tenant and agent IDs are wire data: validated by the bus's publish-time policy
 # (warn or refuse), not by a CHECK, so that a bad value is stored and dead-lettered instead of lost.
-EVENT_STATUSES: Final = ("pending", "processing", "done", "dead")
 
 event_outbox = sa.Table(
     "event_outbox",

@@ -42,8 +42,8 @@ def route(scope: Scope, event: DomainEvent) -> Route:
     Raises :class:`InvalidIdError` for a tenant or agent ID that is not an ID (a slug, an ``agent_key``, the
     nil UUID, an empty value) and :class:`InvalidEventError` for a valid tenant that is not the scope's.
     """
-    tenant = OrgId(parse_id(event.tenant_id, "org", field="tenant_id"))
-    agent = AgentId(parse_id(event.agent_id if event.agent_id is not None else "", "agent", field="agent_id"))
+    tenant = parse_id(event.tenant_id, OrgId, field="tenant_id")
+    agent = parse_id(event.agent_id if event.agent_id is not None else "", AgentId, field="agent_id")
     if tenant != scope.tenant_id:
         raise InvalidEventError(f"event {event.id!r} belongs to tenant_id {tenant!r} but was handled in the scope "
                                 f"of tenant {scope.tenant_id!r}; refusing to write across tenants")

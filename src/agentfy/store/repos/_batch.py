@@ -96,7 +96,7 @@ def require_agents(tx: Tx, scope: Scope, first_row: dict[str, str]) -> None:
 
 def require_agent(tx: Tx, scope: Scope, agent_id: object, field: str = "agent_id") -> AgentId:
     """``agent_id`` parsed, and the agent living (not archived) in the scope's tenant, else NotFoundError."""
-    parsed = AgentId(parse_id(agent_id, "agent", field=field))
+    parsed = parse_id(agent_id, AgentId, field=field)
     if tx.one(_AGENTS_IN_TENANT, {"tenant_id": scope.tenant_id, "ids": json_list([parsed])}) is None:
         raise NotFoundError("agent", parsed)
     return parsed

@@ -112,7 +112,7 @@ def create_episodic_summary(tx: Tx, scope: Scope, *, agent_id: str, user_id: str
     kept; a summary regenerated on redelivery is not a change).  The same key used for another agent or
     user scope is a bug in the caller and raises :class:`ConflictError`.
     """
-    agent = AgentId(parse_id(agent_id, "agent", field="agent_id"))
+    agent = parse_id(agent_id, AgentId, field="agent_id")
     if type(compaction_count) is not int or compaction_count < 0:
         raise InvalidInputError(f"invalid compaction_count {compaction_count!r}: expected an integer >= 0",
                                 field="compaction_count", value=compaction_count)
@@ -147,7 +147,7 @@ def create_episodic_summary(tx: Tx, scope: Scope, *, agent_id: str, user_id: str
 
 def list_unpromoted_summaries(tx: Tx, scope: Scope, agent_id: str, user_id: str) -> list[EpisodicSummary]:
     """The agent's summaries for one user scope not yet promoted, oldest first (the dreaming worker's input)."""
-    agent = AgentId(parse_id(agent_id, "agent", field="agent_id"))
+    agent = parse_id(agent_id, AgentId, field="agent_id")
     user = check_text(user_id, "user_id", max_length=USER_ID_MAX_LENGTH, allow_empty=True)
     require_agent(tx, scope, agent)
     rows = tx.all(_UNPROMOTED, {"tenant_id": scope.tenant_id, "agent_id": agent, "user_id": user})
@@ -261,7 +261,7 @@ def upsert_memory_documents(tx: Tx, scope: Scope, agent_id: str,
     ``documents[i].<field>`` and the value, and nothing is written.  The same (user_id, path) twice in one
     batch is refused too: which content would win would be an accident of order.
     """
-    agent = AgentId(parse_id(agent_id, "agent", field="agent_id"))
+    agent = parse_id(agent_id, AgentId, field="agent_id")
     stamp = now()
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, str], int] = {}

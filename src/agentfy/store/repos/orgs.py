@@ -42,7 +42,6 @@ _ORG_COLUMNS: Final = (organizations.c.id, organizations.c.slug, organizations.c
 _INSERT_ORG: Final = insert_returning_id(organizations, ["slug", "name", "settings", "created_at"])
 _INSERT_ORG_WITH_ID: Final = insert(organizations, ["id", "slug", "name", "settings", "created_at"])
 _ORG_BY_ID: Final = sa.select(*_ORG_COLUMNS).where(organizations.c.id == sa.bindparam("id"))
-_ORG_BY_SLUG: Final = sa.select(*_ORG_COLUMNS).where(organizations.c.slug == sa.bindparam("slug"))
 ORG_PAGES: Final[Keyset[Organization]] = Keyset(sa.select(*_ORG_COLUMNS), (organizations.c.slug,),
                                                   lambda o: (o.slug,))
 _DELETE_ORG: Final = sa.delete(organizations).where(organizations.c.id == sa.bindparam("id"))
@@ -51,8 +50,6 @@ _DELETE_TELEMETRY: Final = tuple(sa.delete(table).where(table.c.tenant_id == sa.
                                  for table in (spans, traces, usage_snapshots, event_outbox))
 _SET_DEFAULT_AGENT: Final = (sa.update(organizations).where(organizations.c.id == sa.bindparam("id"))
                              .values(default_agent_id=sa.bindparam("agent_id")))
-_SET_SETTINGS: Final = (sa.update(organizations).where(organizations.c.id == sa.bindparam("id"))
-                        .values(settings=sa.bindparam("settings")))
 
 _INSERT_USER: Final = insert_returning_id(users, ["email", "display_name", "created_at"])
 _USER_BY_ID: Final = sa.select(users.c.id, users.c.email, users.c.display_name).where(users.c.id == sa.bindparam("id"))
@@ -162,13 +159,6 @@ def list_organizations(tx: Tx, *, after: Sequence[Any] | None = None, limit: int
     return ORG_PAGES.fetch(tx, {}, _org, after=after, limit=limit)
 
 
-def get_organization_by_slug(tx: Tx, slug: str) -> Organization:
-    row = tx.one(_ORG_BY_SLUG, {"slug": slug})
-    if row is None:
-        raise NotFoundError("organization", slug)
-    return _org(row)
-
-
 def delete_organization(tx: Tx, org_id: str) -> None:
     """Delete a tenant and everything it owns (every tenant table cascades; telemetry and the tenant's
     events in the outbox, which have no FK, are deleted with it);
@@ -197,11 +187,6 @@ def set_default_agent(tx: Tx, scope: Scope, agent_id: str | None) -> None:
         if tx.one(_AGENT_IN_TENANT, {"agent_id": agent_id, "tenant_id": scope.tenant_id}) is None:
             raise NotFoundError("agent", agent_id)
     tx.execute(_SET_DEFAULT_AGENT, {"id": scope.tenant_id, "agent_id": agent_id})
-    tx.record_change(Change("org", "updated", scope.tenant_id, scope.tenant_id))
-
-
-def set_settings(tx: Tx, scope: Scope, settings: dict[str, Any]) -> None:
-    tx.execute(_SET_SETTINGS, {"id": scope.tenant_id, "settings": dump_json(settings, field="settings")})
     tx.record_change(Change("org", "updated", scope.tenant_id, scope.tenant_id))
 
 

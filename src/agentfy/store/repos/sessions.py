@@ -27,7 +27,6 @@ from agentfy.store.sql import insert
 SESSION_KEY_MAX_LENGTH: Final = 200
 MESSAGE_MAX_LENGTH: Final = 1_000_000
 MESSAGE_ROLES: Final = ("user", "assistant", "system", "tool")
-SESSION_STATUSES: Final = ("open", "completed")
 #: Unicode categories refused in keys and labels: control characters, lone surrogates (no encoding can store
 #: them) and the line/paragraph separators (they break log lines as a newline would).
 
