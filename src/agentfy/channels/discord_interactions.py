@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 #: The interaction types handled here (Discord's numbering).
 PING: Final = 1
@@ -34,7 +34,14 @@ class DiscordMember(_Model):
 class CommandOption(_Model):
     name: Annotated[str, Field(max_length=100)]
     type: Annotated[int, Field(ge=1, le=11)]
-    value: Annotated[str, Field(max_length=OPTION_MAX_CHARS)] | int | float | bool | None = None
+    value: str | int | float | bool | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _bounded(cls, value: str | int | float | bool | None) -> str | int | float | bool | None:
+        if isinstance(value, str) and len(value) > OPTION_MAX_CHARS:
+            raise ValueError(f"an option's text is at most {OPTION_MAX_CHARS} characters, got {len(value)}")
+        return value
 
 
 class CommandData(_Model):
