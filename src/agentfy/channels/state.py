@@ -18,6 +18,7 @@ import httpx
 from fastapi import FastAPI, Request
 
 from agentfy.channels.settings import ChannelSettings
+from agentfy.channels.web import mount_chat_page
 from agentfy.gateway.errors import ApiError
 from agentfy.runtime.inbound import MessageHandler
 from agentfy.store.db import Database
@@ -72,8 +73,10 @@ class ChannelState:
 
 
 def install(app: FastAPI, db: Database) -> ChannelState:
+    """Put the channels' state on ``app`` and serve the web chat page."""
     state = ChannelState(db)
     app.state.channels = state
+    mount_chat_page(app)
     return state
 
 
