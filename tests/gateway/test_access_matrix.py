@@ -10,6 +10,7 @@ request is otherwise valid, so the policy is the only reason for a refusal.
 
 from __future__ import annotations
 
+import base64
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from agentfy.store.db import Database
 from agentfy.store.repos import (
     agents,
     api_keys,
+    channels,
     cron,
     invitations,
     knowledge,
@@ -38,6 +40,7 @@ from agentfy.store.repos import (
     teams,
     vault,
 )
+from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher
 from agentfy.store.repos.memory import MemoryDocumentInput
 from agentfy.store.repos.vault import VaultUpload
 
@@ -48,6 +51,12 @@ AGENT_SCOPE = ""
 WS_METHODS = ("agents.list", "agents.get", "agents.create", "agents.update", "agents.delete", "agents.heartbeat",
               "context.sign", "subscribe", "unsubscribe")
 _counter = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def credentials_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Binding a bot stores its token encrypted: the gateway needs the credentials key."""
+    monkeypatch.setenv(KEY_ENV, base64.b64encode(b"k" * 32).decode())
 
 
 def unique(stem: str) -> str:
@@ -246,6 +255,12 @@ UNSCOPED: dict[str, Build] = {
         "chat_scope": GROUP, "config_type": "file_writer", "sender_id": unique("s")}),
     "grants.list": lambda w, c, s: Request("GET", "/v1/agents/bot/grants"),
     "grants.delete": lambda w, c, s: Request("DELETE", f"/v1/grants/{_fresh_grant(w)}"),
+    "channels.telegram.bind": lambda w, c, s: Request("PUT", "/v1/agents/bot/channels/telegram", {
+        "bot_username": f"{unique('b').replace('-', '_')}_bot", "bot_token": "1:" + "a" * 30}),
+    "channels.discord.bind": lambda w, c, s: Request("PUT", "/v1/agents/bot/channels/discord", {
+        "application_id": str(10**17 + next(_counter)), "public_key": "ab" * 32}),
+    "channels.list": lambda w, c, s: Request("GET", "/v1/agents/bot/channels"),
+    "channels.unbind": lambda w, c, s: Request("DELETE", f"/v1/agents/{_fresh_bound_agent(w)}/channels/telegram"),
     "cron.create": lambda w, c, s: Request("POST", "/v1/agents/bot/cron-jobs", {"schedule": "@hourly"}),
     "skills.create": lambda w, c, s: Request("POST", "/v1/skills", {"name": unique("sk"), "content": "c"}),
     "skills.list": lambda w, c, s: Request("GET", "/v1/skills"),
@@ -296,6 +311,15 @@ def _fresh_link(world: World) -> str:
 def _fresh_server(world: World) -> str:
     with world.tx() as tx:
         return links.add_mcp_server(tx, world.scope, world.agent_id, name=unique("m"), url="https://m.example").id
+
+
+def _fresh_bound_agent(world: World) -> str:
+    agent_id = fresh_agent(world)
+    with world.tx() as tx:
+        address = unique("b").replace("-", "_") + "_bot"
+        channels.bind(tx, world.scope, CredentialCipher(b"k" * 32), agent_id, "telegram", address=address,
+                      name=address, verifier="0" * 64, token=None)
+    return agent_id
 
 
 def _fresh_grant(world: World) -> str:

@@ -8,8 +8,10 @@ import pkgutil
 
 import pytest
 from fastapi import APIRouter, FastAPI
+from fastapi.testclient import TestClient
 
 import agentfy.gateway.routes as routes_package
+from agentfy.channels.telegram_webhook import TelegramBot
 from agentfy.gateway.app import Authenticated
 from agentfy.gateway.routes import mount
 
@@ -56,3 +58,37 @@ def test_register_reports_every_mounted_operation_as_authenticated(monkeypatch: 
     operations = mount.register(FastAPI())
     assert "agents.get" in operations and "agents.create" in operations
     assert operations <= set(mount.RULES)
+
+
+def test_a_webhook_without_a_platform_verifier_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    stray = APIRouter()
+
+    @stray.post("/channels/open/webhook", operation_id="channels.open", include_in_schema=False)
+    def open_webhook() -> dict[str, str]:
+        return {}
+
+    monkeypatch.setattr(mount, "CHANNEL_ROUTERS", (stray,))
+    with pytest.raises(RuntimeError, match=r"/channels/open/webhook does not verify the platform"):
+        mount.register(FastAPI())
+
+
+def test_a_webhook_in_the_openapi_document_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    stray = APIRouter()
+
+    @stray.post("/channels/telegram/{bot}/listed", operation_id="channels.listed")
+    def listed(binding: TelegramBot) -> dict[str, str]:
+        return {}
+
+    monkeypatch.setattr(mount, "CHANNEL_ROUTERS", (stray,))
+    with pytest.raises(RuntimeError, match=r"is in the OpenAPI document"):
+        mount.register(FastAPI())
+
+
+def test_the_webhooks_are_mounted_verified_and_unlisted(client: TestClient) -> None:
+    # mounted and verified: no API key is asked for, the platform's proof is, and without it the answer is 401
+    for path in ("/v1/channels/telegram/SupportBot/webhook", "/v1/channels/discord/123456789012345678/interactions"):
+        answer = client.post(path, json={})
+        assert answer.status_code == 401 and "Bearer" not in answer.json()["error"]["message"], path
+    assert not [path for path in client.get("/openapi.json").json()["paths"] if path.startswith("/v1/channels/")]
+    assert not any(op.startswith("channels.") and op.endswith(("webhook", "interactions"))
+                   for op in mount.register(FastAPI()))

@@ -24,6 +24,7 @@ from agentfy.store.orphans import scan
 from agentfy.store.repos import (
     agents,
     api_keys,
+    channels,
     cron,
     invitations,
     links,
@@ -34,6 +35,7 @@ from agentfy.store.repos import (
     tasks,
     teams,
 )
+from agentfy.store.repos.credentials import CredentialCipher
 from agentfy.store.schema import metadata
 from tests.store.helpers import new_agent, new_tenant
 
@@ -152,6 +154,11 @@ def build_graph(db: Database, slug: str) -> Graph:
              document="{}", created_at=now())
         _raw(tx, "org_credentials", id=tx.db.mint("org-credential"), org_id=scope.tenant_id, name="openai",
              nonce=b"0" * 12, ciphertext=b"secret", created_at=now())
+        cipher = CredentialCipher(b"k" * 32)
+        channels.bind(tx, scope, cipher, a, "telegram", address=f"{slug}_bot", name=f"{slug}_bot",
+                      verifier="0" * 64, token=b"1:token")
+        channels.bind(tx, scope, cipher, b, "discord", address=str(len(slug)) * 18, name=str(len(slug)) * 18,
+                      verifier="0" * 64, token=None)
     return Graph(scope, a, b, c, a_notes, a_shared, b_shared, team, other_team, api_key, task_ab, task_a,
                  other_task, attachment_a, attachment_b, link_bc, "session-b")
 

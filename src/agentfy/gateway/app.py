@@ -206,8 +206,10 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
                                 status_code=503)
         return {"status": "ready"}
 
+    from agentfy.channels.state import install as install_channels  # noqa: PLC0415 - imports the gateway
     from agentfy.gateway.routes.mount import register  # noqa: PLC0415 - the routes import this module
 
+    install_channels(app, db)  # app.state.channels: the webhooks' state; the runtime sets its .handler
     authenticated = register(app)
 
     def openapi_document() -> dict[str, Any]:

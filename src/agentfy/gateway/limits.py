@@ -4,8 +4,9 @@ An ASGI middleware (outermost, so nothing reads a byte it would refuse):
 
 * **Body size**, enforced while reading: a ``Content-Length`` over the limit is 413 before a byte of the body
   is read; a body sent without one (chunked) is counted as it arrives and refused (413) at the first byte over.
-  The limit is the ``body_max_bytes`` setting (default :data:`BODY_MAX_BYTES`), and for the vault's multipart upload
-  :data:`UPLOAD_MAX_BYTES` (its files may total 50 MiB).
+  The limit is the ``body_max_bytes`` setting (default :data:`BODY_MAX_BYTES`), for the vault's multipart
+  upload :data:`UPLOAD_MAX_BYTES` (its files may total 50 MiB), and for the chat platforms' webhooks
+  (``/v1/channels/…``, reached without an API key) the smaller :data:`WEBHOOK_MAX_BYTES`.
 * **JSON bodies**: one that is not UTF-8, or is nested deeper than the input policy allows, is 422 *before* it
   is parsed (a parser recurses; thousands of levels would fail in it, or cost long).
 * **The URL**: a NUL character in the path or in a query parameter is 422 naming it (PostgreSQL cannot store
@@ -35,6 +36,9 @@ UPLOAD_MAX_BYTES: Final = UPLOAD_FILES_MAX_BYTES + 1024 * 1024
 #: A body's nesting may exceed a field's by the request's own structure (the body, a list of rows, a row).
 BODY_MAX_DEPTH: Final = JSON_MAX_DEPTH + 8
 _UPLOAD_PATHS: Final = frozenset({"/v1/vault/documents"})
+#: A chat platform's webhook body (a Telegram update, a Discord interaction): a few KiB; anybody can send one.
+WEBHOOK_MAX_BYTES: Final = 256 * 1024
+_WEBHOOK_PREFIX: Final = "/v1/channels/"
 #: Methods whose body no route reads (passed through untouched: the hot read path pays nothing).
 _BODYLESS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -50,6 +54,8 @@ def body_limit(method: str, path: str, configured: int = BODY_MAX_BYTES) -> int:
     ``configured`` (the ``body_max_bytes`` setting)."""
     if method == "POST" and path in _UPLOAD_PATHS:
         return UPLOAD_MAX_BYTES
+    if path.startswith(_WEBHOOK_PREFIX):
+        return WEBHOOK_MAX_BYTES
     return configured
 
 

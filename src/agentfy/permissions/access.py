@@ -178,6 +178,11 @@ RULES: Final[dict[str, Rule]] = {
     "knowledge.ingest": _r("operator", "ingest knowledge-graph entities and relations", scoped=True),
     "knowledge.entities.list": _r("member", "list knowledge-graph entities", scoped=True),
     "knowledge.relations.list": _r("member", "list knowledge-graph relations", scoped=True),
+    # chat-platform bindings (a bot token is a credential of the organization)
+    "channels.telegram.bind": _r("admin", "bind a Telegram bot to an agent"),
+    "channels.discord.bind": _r("admin", "bind a Discord application to an agent"),
+    "channels.list": _r("operator", "list an agent's chat-platform bindings"),
+    "channels.unbind": _r("admin", "unbind an agent's bot"),
     # vault (agent-level files, no person's scope)
     "vault.upload": _r("member", "store files for an agent"),
     "vault.list": _r("member", "list an agent's files"),

@@ -561,6 +561,35 @@ api_keys = _table(
     id_columns=("id", "tenant_id", "user_id"),
 )
 
+# Chat-platform bindings (agentfy.channels): which agent of which tenant a bot or application is.  A webhook
+# names only the platform's address (a Telegram bot's username, a Discord application's ID), so the address is
+# unique per platform across every tenant: the webhook must map to exactly one tenant, and that tenant comes
+# from this row, never from the request.  An agent has at most one binding per platform.  The bot token is
+# encrypted like an organization credential (AES-256-GCM, the tenant's ID as associated data), in the row
+# itself so that it goes with the binding (and with the agent and the organization) when they are deleted.
+channel_bindings = sa.Table(
+    "channel_bindings",
+    metadata,
+    sa.Column("platform", sa.Text, nullable=False),
+    sa.Column("address", sa.Text, nullable=False,
+              comment="telegram: the bot's username in lower case; discord: the application ID"),
+    tenant(),
+    ref("agent_id", "agents.id", on_delete="CASCADE", index=True),
+    sa.Column("name", sa.Text, nullable=False, comment="the address as the admin wrote it (the bot's @username)"),
+    sa.Column("verifier", sa.Text, nullable=False,
+              comment="telegram: SHA-256 (hex) of the webhook's secret token; discord: the Ed25519 public key (hex)"),
+    sa.Column("token_nonce", sa.LargeBinary, nullable=True),
+    sa.Column("token_ciphertext", sa.LargeBinary, nullable=True, comment="the bot token, encrypted"),
+    created_at(),
+    sa.Column("updated_at", sa.Text, nullable=False),
+    sa.PrimaryKeyConstraint("platform", "address"),
+    sa.UniqueConstraint("tenant_id", "agent_id", "platform"),
+    sa.CheckConstraint("platform IN ('telegram', 'discord')", name="platform_known"),
+    sa.CheckConstraint("length(address) BETWEEN 1 AND 100", name="address_length"),
+    id_check("tenant_id"),
+    id_check("agent_id"),
+)
+
 # The change feed's log on SQLite: every change a transaction records is also written here, in that
 # transaction, so another process on the same file (a CLI command beside `agentfy serve`) is heard: each
 # process tails the log for changes made by others.  PostgreSQL uses LISTEN/NOTIFY and leaves it empty.

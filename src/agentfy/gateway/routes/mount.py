@@ -7,6 +7,13 @@ comes first.
 Mounting refuses a route that would escape the access policy: every HTTP route must name its operation
 (``operation_id``, the key of its rule in ``agentfy.permissions.access.RULES``) and authenticate its caller
 (a ``call: Authenticated`` parameter).  WebSocket routes authenticate their messages themselves.
+
+The one exception, deliberate and narrow: the chat platforms' webhooks (:data:`CHANNEL_ROUTERS`), which no
+API key can reach (Telegram and Discord cannot send one).  Each of their routes must instead depend on one of
+the channels' verifiers (:data:`agentfy.channels.webhooks.VERIFIERS`: a secret token, a signature, checked
+against the binding that names the tenant), have an operation ID under ``channels.``, and stay out of the
+OpenAPI document; mounting refuses one that does not.  They are mounted after the API's routes, under the
+same input limits.
 """
 
 from __future__ import annotations
@@ -17,10 +24,12 @@ from fastapi import APIRouter, FastAPI
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
+from agentfy.channels import webhooks
 from agentfy.gateway.app import authenticate
 from agentfy.gateway.errors import ERROR_RESPONSES
 from agentfy.gateway.routes import (
     agents,
+    channels,
     cron,
     grants,
     heartbeat,
@@ -39,17 +48,43 @@ from agentfy.permissions.access import RULES
 
 ROUTERS: Final[tuple[APIRouter, ...]] = (
     agents.router, sessions.router, memory.router, knowledge.router, teams.router, orgs.router, skills.router,
-    cron.router, links.router, grants.router, vault.router, ids.router, heartbeat.router, ws.router,
+    cron.router, links.router, grants.router, vault.router, ids.router, heartbeat.router, channels.router,
+    ws.router,
 )
+
+
+#: The chat platforms' webhooks: verified by the platform's proof, not by an API key (see the docstring).
+CHANNEL_ROUTERS: Final[tuple[APIRouter, ...]] = webhooks.CHANNEL_ROUTERS
 
 
 def _authenticates(dependant: Dependant) -> bool:
     return any(sub.call is authenticate or _authenticates(sub) for sub in dependant.dependencies)
 
 
+def _verifies_a_platform(dependant: Dependant) -> bool:
+    return any(sub.call in webhooks.VERIFIERS or _verifies_a_platform(sub) for sub in dependant.dependencies)
+
+
+def _register_webhooks(app: FastAPI) -> None:
+    for router in CHANNEL_ROUTERS:
+        for route in router.routes:
+            if not isinstance(route, APIRoute):
+                raise RuntimeError(f"channel router route {route!r} is not an HTTP route")
+            where = f"webhook {sorted(route.methods or ())} {route.path}"
+            if not (route.operation_id or "").startswith(webhooks.OPERATION_PREFIX):
+                raise RuntimeError(f"{where} has operation_id {route.operation_id!r}; a webhook's starts with "
+                                   f"{webhooks.OPERATION_PREFIX!r}")
+            if route.include_in_schema:
+                raise RuntimeError(f"{where} is in the OpenAPI document; webhooks are not API operations")
+            if not _verifies_a_platform(route.dependant):
+                raise RuntimeError(f"{where} does not verify the platform: give it a dependency of "
+                                   "agentfy.channels.webhooks.VERIFIERS")
+        app.include_router(router, prefix="/v1")
+
+
 def register(app: FastAPI) -> frozenset[str]:
-    """Mount :data:`ROUTERS` under ``/v1``; returns the operation IDs of the routes that authenticate (every
-    HTTP route), for the OpenAPI document's security requirements."""
+    """Mount :data:`ROUTERS`, then :data:`CHANNEL_ROUTERS`, under ``/v1``; returns the operation IDs of the
+    routes that authenticate (every API route), for the OpenAPI document's security requirements."""
     authenticated: set[str] = set()
     for router in ROUTERS:
         for route in router.routes:
@@ -64,4 +99,5 @@ def register(app: FastAPI) -> frozenset[str]:
                                    "parameter")
             authenticated.add(route.operation_id)
         app.include_router(router, prefix="/v1", responses=ERROR_RESPONSES)
+    _register_webhooks(app)
     return frozenset(authenticated)

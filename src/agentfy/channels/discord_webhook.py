@@ -1,0 +1,84 @@
+"""``POST /v1/channels/discord/{application}/interactions``: one Discord application's interactions endpoint.
+
+Not authenticated by an API key: by Discord's Ed25519 signature of the body, verified by
+:func:`verify_discord` against the public key of the application's binding (found by the ID in the path);
+an unknown application, a missing, malformed or wrong signature, or a stale timestamp are the same 401, and
+nothing else happens.  The tenant and agent are the binding's.  A PING is answered PONG; a slash command is
+answered "thinking…" (a deferred response, type 5) at once, and the agent's turn and the reply (through the
+REST API) run after the response (:mod:`agentfy.channels.delivery`): Discord allows 3 seconds for the first
+answer.  A command that is not for the agent gets an ephemeral message saying why.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final
+
+from fastapi import APIRouter, BackgroundTasks, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+
+from agentfy.channels import discord
+from agentfy.channels.delivery import run_turn
+from agentfy.channels.discord_api import send_reply
+from agentfy.channels.discord_interactions import PING, Interaction
+from agentfy.channels.payloads import parse_body
+from agentfy.channels.state import ChannelState, channels_of
+from agentfy.gateway.errors import ApiError
+from agentfy.runtime.inbound import Reply
+from agentfy.store.repos import channels as bindings
+from agentfy.store.repos.channels import ChannelBinding
+
+SIGNATURE_HEADER: Final = "x-signature-ed25519"
+TIMESTAMP_HEADER: Final = "x-signature-timestamp"
+PONG: Final = {"type": 1}
+DEFERRED_MESSAGE: Final = {"type": 5}
+#: An answer only the user who ran the command sees (Discord's EPHEMERAL flag).
+EPHEMERAL: Final = 64
+
+router = APIRouter(tags=["channels"])
+
+
+def refused() -> ApiError:
+    return ApiError(401, "unauthorized", "the request is not signed by this application's key "
+                    f"({SIGNATURE_HEADER}, {TIMESTAMP_HEADER})")
+
+
+def _find(state: ChannelState, application: str) -> ChannelBinding | None:
+    with state.db.transaction(write=False) as tx:
+        return bindings.find_binding(tx, "discord", application)
+
+
+async def verify_discord(request: Request, application: str) -> ChannelBinding:
+    """The binding of the application named in the path, if the body carries its signature; else 401."""
+    signature = request.headers.get(SIGNATURE_HEADER, "")
+    timestamp = request.headers.get(TIMESTAMP_HEADER, "")
+    if not (discord.APPLICATION_ID.fullmatch(application) and signature and timestamp):
+        raise refused()
+    binding = await run_in_threadpool(_find, channels_of(request), application)
+    if binding is None or not discord.signature_holds(binding.verifier, signature, timestamp, await request.body()):
+        raise refused()
+    return binding
+
+
+DiscordApplication = Annotated[ChannelBinding, Depends(verify_discord)]
+
+
+@router.post("/channels/discord/{application}/interactions", operation_id="channels.discord.interactions",
+             include_in_schema=False)
+async def discord_interactions(application: str, request: Request, binding: DiscordApplication,
+                               background: BackgroundTasks) -> dict[str, Any]:
+    """Answer one interaction (see the module docstring)."""
+    state = channels_of(request)
+    interaction = parse_body(Interaction, await request.body())
+    if interaction.type == PING:
+        return PONG
+    found = discord.addressed(interaction, binding)
+    if isinstance(found, str):
+        return {"type": 4, "data": {"content": f"Not sent to the agent: {found}.", "flags": EPHEMERAL}}
+    handler = state.require_handler()
+
+    async def send(reply: Reply) -> None:
+        async with state.client() as client:
+            await send_reply(client, state.settings.discord_api_base, found, reply.text)
+
+    background.add_task(run_turn, handler, found.inbound, send)
+    return DEFERRED_MESSAGE

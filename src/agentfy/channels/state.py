@@ -1,0 +1,85 @@
+"""What the channel webhooks share on a gateway: the database, the settings, the credentials cipher, the
+runtime's message handler, and how to reach the platforms' APIs.
+
+One object on ``app.state.channels`` (:func:`install`, called by :func:`agentfy.gateway.app.create_app`), so
+the channels add nothing to the gateway's own state.  The runtime is attached by setting
+``app.state.channels.handler`` (a :class:`agentfy.runtime.inbound.MessageHandler`); until it is, a webhook
+that would call it answers 503 and calls nothing, so the platform retries later instead of losing the message.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import httpx
+from fastapi import FastAPI, Request
+
+from agentfy.channels.settings import ChannelSettings
+from agentfy.channels.web import mount_chat_page
+from agentfy.gateway.errors import ApiError
+from agentfy.runtime.inbound import MessageHandler
+from agentfy.store.db import Database
+from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher, CredentialKeyError, load_or_create_key_file
+
+#: The embedded setup's credentials key file, beside the SQLite database (like ``signing.key``).
+KEY_FILE_NAME: Final = "credentials.key"
+
+
+def credentials_cipher(db: Database) -> CredentialCipher:
+    """``$AGENTFY_CREDENTIALS_KEY``, else (embedded SQLite) a 0600 key file beside the database; on PostgreSQL
+    without the variable, 503 naming it: every process must share one key, so none may invent its own."""
+    try:
+        if os.environ.get(KEY_ENV):
+            return CredentialCipher.from_env()
+        database = db.engine.url.database or ""
+        if db.dialect == "sqlite" and database not in ("", ":memory:"):
+            return CredentialCipher(load_or_create_key_file(Path(database).with_name(KEY_FILE_NAME)))
+    except CredentialKeyError as error:
+        raise ApiError(503, "unavailable", f"bot tokens cannot be encrypted: {error}") from None
+    raise ApiError(503, "unavailable", f"bot tokens cannot be encrypted: set ${KEY_ENV} (base64 of 32 bytes), "
+                   "the same in every gateway process")
+
+
+@dataclass
+class ChannelState:
+    """See the module docstring.  ``transport`` replaces the network for the platforms' APIs (tests)."""
+
+    db: Database
+    settings: ChannelSettings = field(default_factory=ChannelSettings)
+    handler: MessageHandler | None = None
+    transport: httpx.AsyncBaseTransport | None = None
+    cipher_override: CredentialCipher | None = None
+    _cipher: CredentialCipher | None = field(default=None, init=False, repr=False)
+
+    def cipher(self) -> CredentialCipher:
+        if self.cipher_override is not None:
+            return self.cipher_override
+        if self._cipher is None:
+            self._cipher = credentials_cipher(self.db)
+        return self._cipher
+
+    def require_handler(self) -> MessageHandler:
+        """The runtime's handler, or 503 (nothing is accepted that could not be handed on)."""
+        if self.handler is None:
+            raise ApiError(503, "unavailable", "no agent runtime is attached to this gateway; retry later")
+        return self.handler
+
+    def client(self) -> httpx.AsyncClient:
+        """A client for one delivery (the platforms' APIs are called after the webhook has answered)."""
+        return httpx.AsyncClient(transport=self.transport, timeout=self.settings.channel_api_timeout_seconds)
+
+
+def install(app: FastAPI, db: Database) -> ChannelState:
+    """Put the channels' state on ``app`` and serve the web chat page."""
+    state = ChannelState(db)
+    app.state.channels = state
+    mount_chat_page(app)
+    return state
+
+
+def channels_of(request: Request) -> ChannelState:
+    state: ChannelState = request.app.state.channels
+    return state

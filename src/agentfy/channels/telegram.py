@@ -1,0 +1,94 @@
+"""Telegram's rules, as pure functions: a bot's username, whether a message is addressed to the bot, and the
+:class:`~agentfy.runtime.inbound.Inbound` it becomes.
+
+Addressed: every message of a private chat (a DM); in a group or supergroup, a message that mentions the bot
+(``@bot`` anywhere as a word, or a command ``/cmd@bot``) or replies to one of the bot's messages.  Everything
+else — other group chatter, channel posts, messages without text, messages from bots (two bots must not
+answer each other forever), messages without a sender (anonymous admins post as the group) — is ignored.
+
+Identity (the conventions' table, through :func:`agentfy.permissions.channels.telegram_context`): in a group
+the SCOPE is ``group:telegram:<chatID>`` and the ACTOR the sender's numeric ID; in a DM both are the sender.
+The tenant and the agent come from the bot's binding, never from the update.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from agentfy.channels.telegram_updates import TelegramMessage, TelegramUpdate
+from agentfy.identity import AgentKey
+from agentfy.permissions.channels import telegram_context
+from agentfy.runtime.inbound import Inbound
+from agentfy.store.inputs import check_text
+from agentfy.store.repos.channels import ChannelBinding
+
+CHANNEL: Final = "telegram"
+#: A bot's username: 5-32 characters of letters, digits and underscores, starting with a letter, ending in
+#: "bot" (Telegram's rule for bots; any case).
+BOT_USERNAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_]{1,28}[Bb][Oo][Tt]")
+GROUP_TYPES: Final = frozenset({"group", "supergroup"})
+#: Telegram's limit on one message's text: a longer reply is sent in several messages.
+MESSAGE_MAX_CHARS: Final = 4096
+
+
+def parse_bot_username(value: str) -> tuple[str, str]:
+    """``(address, name)`` of a bot's ``@username`` (the ``@`` optional): the lower-case address that keys the
+    binding (Telegram usernames are case-insensitive, so ``@SupportBot`` and ``@supportbot`` are one bot) and
+    the name as written.  ``ValueError`` naming the value otherwise."""
+    name = value[1:] if value.startswith("@") else value
+    if not BOT_USERNAME.fullmatch(name):
+        raise ValueError(f"{value!r} is not a Telegram bot username: 5-32 letters, digits or underscores, "
+                         "starting with a letter and ending in 'bot'")
+    return name.lower(), name
+
+
+def _mentions(text: str, address: str) -> bool:
+    name = re.escape(address)
+    return re.search(rf"(?<![A-Za-z0-9_@])@{name}(?![A-Za-z0-9_])|^/[A-Za-z0-9_]+@{name}(?![A-Za-z0-9_])", text,
+                     re.IGNORECASE) is not None
+
+
+def _replies_to_bot(message: TelegramMessage, address: str) -> bool:
+    replied = message.reply_to_message
+    sender = None if replied is None else replied.sender
+    return sender is not None and sender.is_bot and (sender.username or "").lower() == address
+
+
+@dataclass(frozen=True, slots=True)
+class Addressed:
+    """A message for the agent: what to hand to the runtime and where the reply goes."""
+
+    inbound: Inbound
+    chat_id: int
+    message_id: int
+    in_group: bool
+
+
+def addressed(update: TelegramUpdate, binding: ChannelBinding) -> Addressed | str:
+    """The message for the binding's agent, or why it is ignored (a short reason, for the response and logs)."""
+    message = update.message
+    if message is None:
+        return "not a new message"
+    text = message.text if message.text is not None else message.caption
+    if not text:
+        return "no text"
+    sender = message.sender
+    if sender is None:
+        return "no sender"
+    if sender.is_bot:
+        return "sent by a bot"
+    chat = message.chat
+    in_group = chat.type in GROUP_TYPES
+    if not in_group and chat.type != "private":
+        return "a channel post"
+    if in_group and not (_mentions(text, binding.address) or _replies_to_bot(message, binding.address)):
+        return "not addressed to the bot"
+    text = check_text(text, "message.text", max_length=len(text))  # the input policy: no NUL, no lone surrogate
+    context = telegram_context(chat.id, sender.id, is_group=in_group, tenant_id=binding.tenant_id,
+                               agent_id=binding.agent_id, agent_key=binding.agent_key)
+    inbound = Inbound(tenant_id=binding.tenant_id, agent_key=AgentKey(binding.agent_key), context=context,
+                      channel=CHANNEL, conversation=f"{CHANNEL}:{chat.id}", text=text,
+                      message_id=str(message.message_id))
+    return Addressed(inbound, chat.id, message.message_id, in_group)

@@ -1,0 +1,101 @@
+"""``POST /v1/channels/telegram/{bot}/webhook``: Telegram's webhook for one bot.
+
+Not authenticated by an API key (Telegram cannot send one): by the secret token given to ``setWebhook``,
+which Telegram sends in ``X-Telegram-Bot-Api-Secret-Token``.  :func:`verify_telegram` finds the bot's
+binding by the username in the path and compares the header's SHA-256 with the stored one in constant time;
+an unknown bot, a missing or wrong token are the same 401, and nothing else happens.  The tenant and agent
+are the binding's.  Then the update is parsed (422 naming the field if it is not an update), the message
+checked for being addressed to the bot (200 ``{"ok": true, "ignored": reason}`` if not), and accepted (200):
+the agent's turn and the ``sendMessage`` run after the response (:mod:`agentfy.channels.delivery`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Annotated, Any, Final
+
+from fastapi import APIRouter, BackgroundTasks, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+
+from agentfy.channels import telegram
+from agentfy.channels.delivery import run_turn
+from agentfy.channels.payloads import parse_body
+from agentfy.channels.state import ChannelState, channels_of
+from agentfy.channels.telegram_api import send_reply
+from agentfy.channels.telegram_updates import TelegramUpdate
+from agentfy.gateway.errors import ApiError
+from agentfy.runtime.inbound import Reply
+from agentfy.store.repos import channels as bindings
+from agentfy.store.repos.channels import ChannelBinding
+
+SECRET_HEADER: Final = "x-telegram-bot-api-secret-token"  # noqa: S105 - a header name
+#: Telegram's rule for the secret token: 1-256 characters of A-Z, a-z, 0-9, ``_`` and ``-``.
+SECRET_MAX_LENGTH: Final = 256
+_NOTHING: Final = hashlib.sha256(b"").hexdigest()
+
+router = APIRouter(tags=["channels"])
+
+
+def secret_digest(secret: str) -> str:
+    """What a binding stores of its secret token (the token itself is never stored)."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def refused() -> ApiError:
+    return ApiError(401, "unauthorized", f"the {SECRET_HEADER} header does not match this bot's secret token")
+
+
+async def verify_telegram(request: Request, bot: str) -> ChannelBinding:
+    """The binding of the bot named in the path, if the request carries its secret token; else 401."""
+    state = channels_of(request)
+    secret = request.headers.get(SECRET_HEADER, "")
+    try:
+        address, _ = telegram.parse_bot_username(bot)
+    except ValueError:
+        address = ""
+    binding = None
+    if address and 0 < len(secret) <= SECRET_MAX_LENGTH:
+        binding = await run_in_threadpool(_find, state, address)
+    expected = binding.verifier if binding is not None else _NOTHING
+    matches = hmac.compare_digest(secret_digest(secret), expected)  # the same work for an unknown bot
+    if binding is None or not matches:
+        raise refused()
+    return binding
+
+
+def _find(state: ChannelState, address: str) -> ChannelBinding | None:
+    with state.db.transaction(write=False) as tx:
+        return bindings.find_binding(tx, "telegram", address)
+
+
+def _token(state: ChannelState, binding: ChannelBinding) -> str | None:
+    with state.db.transaction(write=False) as tx:
+        return bindings.bot_token(tx, state.cipher(), binding)
+
+
+TelegramBot = Annotated[ChannelBinding, Depends(verify_telegram)]
+
+
+@router.post("/channels/telegram/{bot}/webhook", operation_id="channels.telegram.webhook", include_in_schema=False)
+async def telegram_webhook(bot: str, request: Request, binding: TelegramBot,
+                           background: BackgroundTasks) -> dict[str, Any]:
+    """Accept one update for the bot (see the module docstring)."""
+    state = channels_of(request)
+    update = parse_body(TelegramUpdate, await request.body())
+    found = telegram.addressed(update, binding)
+    if isinstance(found, str):
+        return {"ok": True, "ignored": found}
+    handler = state.require_handler()
+
+    async def send(reply: Reply) -> None:
+        if not reply.text:
+            return
+        token = await run_in_threadpool(_token, state, binding)
+        if token is None:
+            raise ValueError(f"the binding of @{binding.name} has no bot token")
+        async with state.client() as client:
+            await send_reply(client, state.settings.telegram_api_base, token, found, reply.text)
+
+    background.add_task(run_turn, handler, found.inbound, send)
+    return {"ok": True}

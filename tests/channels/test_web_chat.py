@@ -1,0 +1,130 @@
+"""The web chat page in headless Chromium (Debian's ``chromium`` and ``chromium-driver``): sign in with an API
+key, see the organization's agents, talk to one, see live agent events over the WebSocket API.
+
+The gateway runs for real (uvicorn on a free port, in a thread, stopped in ``finally``).  The runtime's HTTP
+chat endpoint is a stub here (echo) until the runtime is merged; the page's contract with it is the one
+constant ``MESSAGES_PATH`` in ``chat.js``.  Without the browser the test is skipped with the reason, except
+under ``CI=true``, where a missing browser is an error (``make pytest`` installs it when run as root).
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+from agentfy.gateway.app import create_app
+from agentfy.store.db import Database
+from agentfy.store.repos import agents
+from tests.conftest import IN_CI
+from tests.gateway.conftest import Tenant, make_tenant
+
+pytestmark = pytest.mark.slow
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    if CHROMIUM is None or CHROMEDRIVER is None:
+        reason = "chromium and chromium-driver are not installed (apt-get install -y chromium chromium-driver)"
+        if IN_CI:
+            pytest.fail(f"{reason}; under CI=true the browser test must run")
+        pytest.skip(reason)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _with_stub_messages(app: FastAPI) -> FastAPI:
+    @app.post("/v1/agents/{agent}/messages", include_in_schema=False)
+    def stub(agent: str, body: dict[str, Any]) -> dict[str, str]:
+        return {"reply": f"echo from {agent}: {body['text']}", "session_key": f"{agent}:{body['conversation']}"}
+
+    return app
+
+
+@pytest.fixture
+def served(sqlite_db: Database) -> Iterator[tuple[str, Tenant]]:
+    tenant = make_tenant(sqlite_db, "acme")
+    with sqlite_db.transaction() as tx:
+        agents.create_agent(tx, tenant.scope, agent_key="support", display_name="Support")
+    app = _with_stub_messages(create_app(sqlite_db, signing_secret=b"s" * 32))
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert time.monotonic() < deadline, "the gateway did not start"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}", tenant
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def _wait(condition: Any, what: str, timeout: float = 15) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_sign_in_list_agents_talk_and_see_live_events(browser: Any, served: tuple[str, Tenant],
+                                                     sqlite_db: Database) -> None:
+    from selenium.webdriver.common.by import By
+
+    base, tenant = served
+    browser.get(f"{base}/chat/")
+    by_id = lambda name: browser.find_element(By.ID, name)  # noqa: E731
+
+    by_id("api-key").send_keys("agfy_ok_not-a-key")
+    by_id("sign-in-button").click()
+    _wait(lambda: "Sign-in failed: 401" in by_id("status").text, "the refusal of a bad key")
+
+    by_id("api-key").clear()
+    by_id("api-key").send_keys(tenant.keys["operator"])
+    by_id("sign-in-button").click()
+    button = _wait(lambda: browser.find_elements(By.CSS_SELECTOR, "#agents button[data-agent='support']"),
+                   "the agent list")[0]
+    assert button.text == "support (Support)"
+    _wait(lambda: by_id("events").get_attribute("data-subscribed") == "true", "the event subscription")
+
+    button.click()
+    by_id("message-text").send_keys("hello there")
+    by_id("send").click()
+    replies = _wait(lambda: [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#messages .msg.agent")],
+                    "the agent's reply")
+    assert replies == ["echo from support: hello there"]
+
+    with sqlite_db.transaction() as tx:  # another client's change reaches the page live
+        agents.create_agent(tx, tenant.scope, agent_key="newcomer")
+    events = _wait(lambda: [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#events .event")],
+                   "the live event")
+    assert "agent.created newcomer" in events
