@@ -22,7 +22,7 @@ from agentfy.gateway.app import GatewayState
 from agentfy.gateway.auth import Principal, sign_context
 from agentfy.gateway.pages import PageParams
 from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AgentIn, AgentPatch, Strict
-from agentfy.gateway.rpc.broadcast import AGENT_EVENTS, Subscriber, broadcaster_for
+from agentfy.gateway.rpc.broadcast import AGENT_EVENTS, RUN_EVENTS, Subscriber, broadcaster_for
 from agentfy.gateway.rpc.protocol import P, validate
 
 AGENT_REF_MAX_LENGTH: Final = 100  # as the HTTP path parameter
@@ -101,7 +101,7 @@ def sign(call: Call, params: SignParams) -> dict[str, Any]:
 def subscribe(call: Call, _: NoParams) -> dict[str, Any]:
     """Agent events of the principal's tenant (and only those) are pushed to this connection."""
     broadcaster_for(call.gateway.db).subscribe(call.who.tenant_id, call.tenant_slug, call.subscriber)
-    return {"subscribed": True, "tenant_slug": call.tenant_slug, "events": list(AGENT_EVENTS)}
+    return {"subscribed": True, "tenant_slug": call.tenant_slug, "events": [*AGENT_EVENTS, *RUN_EVENTS]}
 
 
 def unsubscribe(call: Call, _: NoParams) -> dict[str, Any]:
