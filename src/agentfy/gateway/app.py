@@ -12,7 +12,8 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Final
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
@@ -33,6 +34,12 @@ from agentfy.store.db import Database
 from agentfy.store.migrate import is_at_head
 from agentfy.store.repos.agents import Agent
 
+if TYPE_CHECKING:
+    from agentfy.runtime.runner import Runtime
+
+#: Where agents' workspaces live: ``$AGENTFY_WORKSPACE_ROOT``, else ``workspaces/`` beside an embedded SQLite
+#: database, else ``var/workspaces``.
+WORKSPACE_ROOT_ENV: Final = "AGENTFY_WORKSPACE_ROOT"
 #: How long start-up waits for the change feed's listening connection before serving anyway (uncached).
 FEED_CONNECT_TIMEOUT_SECONDS: Final = 10.0
 
@@ -55,6 +62,9 @@ class GatewayState:
     rendered_agents: dict[str, tuple[Agent, bytes]] = field(default_factory=dict)
     stop_workers: threading.Event = field(default_factory=threading.Event)
     worker_threads: list[threading.Thread] = field(default_factory=list)
+    #: The agent runtime the chat routes and channels call (:mod:`agentfy.runtime.runner`); set by
+    #: :func:`create_app`.
+    runtime: Runtime | None = None
 
 
 def gateway_of(request: Request) -> GatewayState:
@@ -123,6 +133,17 @@ async def authenticate(request: Request) -> Call:
 Authenticated = Annotated[Call, Depends(authenticate)]
 
 
+def _runtime(gateway: GatewayState, workspace_root: Path | None) -> Runtime:
+    from agentfy.gateway.rpc.broadcast import broadcaster_for  # noqa: PLC0415 - the runtime imports the gateway
+    from agentfy.runtime.providers import Providers  # noqa: PLC0415
+    from agentfy.runtime.runner import Runtime  # noqa: PLC0415
+    from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher  # noqa: PLC0415
+
+    cipher = CredentialCipher.from_env() if os.environ.get(KEY_ENV) else None
+    return Runtime(gateway.db, gateway.router, workspace_root=workspace_root or default_workspace_root(gateway.db),
+                   providers=Providers(cipher=cipher), events=broadcaster_for(gateway.db))
+
+
 def _start_workers(gateway: GatewayState) -> None:
     from agentfy.events.consolidation import handlers  # noqa: PLC0415 - only when workers run in-process
     from agentfy.events.runner import start_workers  # noqa: PLC0415
@@ -130,10 +151,26 @@ def _start_workers(gateway: GatewayState) -> None:
     gateway.worker_threads.extend(start_workers(gateway.db, handlers(), stop=gateway.stop_workers))
 
 
-def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers: bool = False) -> FastAPI:
-    """The application on ``db``; ``run_workers`` runs the consolidation workers in a thread of this process."""
+def default_workspace_root(db: Database) -> Path:
+    """``$AGENTFY_WORKSPACE_ROOT``, else ``workspaces/`` beside the SQLite file, else ``var/workspaces``."""
+    from_env = os.environ.get(WORKSPACE_ROOT_ENV)
+    if from_env:
+        return Path(from_env)
+    if db.dialect == "sqlite" and db.engine.url.database not in (None, "", ":memory:"):
+        return Path(str(db.engine.url.database)).parent / "workspaces"
+    return Path("var/workspaces")
+
+
+def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers: bool = False,
+               workspace_root: Path | None = None, runtime: Runtime | None = None) -> FastAPI:
+    """The application on ``db``; ``run_workers`` runs the consolidation workers in a thread of this process.
+
+    The agent runtime is ``runtime`` or a new one on the gateway's router, with the offline model as every
+    unconfigured agent's default, the OpenAI-compatible provider for the others (their credentials decrypted
+    with ``$AGENTFY_CREDENTIALS_KEY`` when set), and run events to this database's WebSocket subscribers."""
     gateway = GatewayState(db, Router(db), signing_secret or os.urandom(32), PrincipalCache(db), run_workers,
                            inline_lookups=db.dialect == "sqlite")
+    gateway.runtime = runtime if runtime is not None else _runtime(gateway, workspace_root)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

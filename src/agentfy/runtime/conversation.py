@@ -6,9 +6,10 @@ land in one session:
 
 * the tenant is the session table's own key column (``(tenant_id, session_key)``);
 * the key starts with the agent's **ID** (storage identity; a key could be renamed or reused);
-* the SCOPE and the conversation name are each escaped with
-  :func:`~agentfy.agents.workspace.encode_segment`, whose output never contains ``/``, so the parts split
-  back one way only (an empty scope — a cron-direct run — is ``%``, which no escaped value can be);
+* the SCOPE and the conversation name are each escaped by :func:`escape_part` — every character outside
+  ``A-Z a-z 0-9 _ . : @ -`` becomes ``~`` and two hex digits per UTF-8 byte — so neither contains ``/``, the
+  parts split back one way only, and the key needs no escaping in a URL (``~`` is unreserved); an empty
+  scope (a cron-direct run) is ``~``, which no escaped value can be;
 * a key over the 200-character limit becomes ``<agent id>/~<sha-256 of the parts>``.
 
 A completed session takes no more messages; the next message of that conversation opens the next
@@ -22,9 +23,9 @@ history shown to the model starts at the latest one.
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Final
 
-from agentfy.agents.workspace import encode_segment
 from agentfy.events.consolidation.episodic import publish_session_completed
 from agentfy.events.event import DomainEvent
 from agentfy.identity import Scope
@@ -39,18 +40,27 @@ COMPACTION_MARKER: Final = "[compacted]"
 #: At most this many messages are loaded as history (older ones are in memory after a compaction).
 HISTORY_LIMIT: Final = 1000
 _GENERATION: Final = "#"
-_NO_SCOPE: Final = "%"
+_NO_SCOPE: Final = "~"
+_KEPT: Final = re.compile(r"[A-Za-z0-9_.:@-]")
 #: Room left for the generation suffix (``#`` and up to 9 digits).
 _SUFFIX_ROOM: Final = 10
 
 
+def escape_part(value: str) -> str:
+    """``value`` with every character outside ``A-Z a-z 0-9 _ . : @ -`` as ``~xx`` per UTF-8 byte (injective)."""
+    return "".join(c if _KEPT.fullmatch(c) else "".join(f"~{b:02x}" for b in c.encode("utf-8", "surrogatepass"))
+                   for c in value)
+
+
 def conversation_key(agent: Agent, scope_user_id: str | None, conversation: str) -> str:
     """The session key of the conversation's first generation (see the module docstring)."""
-    scope_part = encode_segment(scope_user_id) if scope_user_id else _NO_SCOPE
-    readable = f"{agent.id}/{scope_part}/{encode_segment(conversation)}"
+    if not conversation:
+        raise ValueError("the conversation name is empty; expected the chat's name on its platform")
+    scope_part = escape_part(scope_user_id) if scope_user_id else _NO_SCOPE
+    readable = f"{agent.id}/{scope_part}/{escape_part(conversation)}"
     if len(readable) <= SESSION_KEY_MAX_LENGTH - _SUFFIX_ROOM:
         return readable
-    digest = hashlib.sha256(f"{scope_part}/{encode_segment(conversation)}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{scope_part}/{escape_part(conversation)}".encode()).hexdigest()
     return f"{agent.id}/~{digest}"
 
 

@@ -21,6 +21,7 @@ from agentfy.gateway.app import authenticate
 from agentfy.gateway.errors import ERROR_RESPONSES
 from agentfy.gateway.routes import (
     agents,
+    chat,
     cron,
     grants,
     heartbeat,
@@ -39,7 +40,7 @@ from agentfy.permissions.access import RULES
 
 ROUTERS: Final[tuple[APIRouter, ...]] = (
     agents.router, sessions.router, memory.router, knowledge.router, teams.router, orgs.router, skills.router,
-    cron.router, links.router, grants.router, vault.router, ids.router, heartbeat.router, ws.router,
+    cron.router, links.router, grants.router, vault.router, ids.router, heartbeat.router, chat.router, ws.router,
 )
 
 

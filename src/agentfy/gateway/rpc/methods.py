@@ -15,11 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Generic
 
+import anyio.from_thread
 from pydantic import Field
 
-from agentfy.gateway import agent_ops
+from agentfy.gateway import agent_ops, chat
 from agentfy.gateway.app import GatewayState
 from agentfy.gateway.auth import Principal, sign_context
+from agentfy.gateway.chat import MessageToAgent, SendParams
 from agentfy.gateway.pages import PageParams
 from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AgentIn, AgentPatch, Strict
 from agentfy.gateway.rpc.broadcast import AGENT_EVENTS, RUN_EVENTS, Subscriber, broadcaster_for
@@ -109,6 +111,13 @@ def unsubscribe(call: Call, _: NoParams) -> dict[str, Any]:
     return {"subscribed": False}
 
 
+def send(call: Call, params: SendParams) -> dict[str, Any]:
+    """The body of ``POST /v1/agents/{agent}/messages`` (the same code, run on the server's event loop)."""
+    message = MessageToAgent(text=params.text, conversation=params.conversation)
+    reply = anyio.from_thread.run(chat.send, call.gateway, call.who, params.agent, message)
+    return reply.model_dump(mode="json")
+
+
 # -- the table -----------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Method(Generic[P]):
@@ -129,6 +138,7 @@ METHODS: Final[dict[str, Method[Any]]] = {
     "agents.update": Method(UpdateParams, update_agent),
     "agents.delete": Method(AgentParams, delete_agent),
     "agents.heartbeat": Method(AgentParams, heartbeat),
+    "agents.send": Method(SendParams, send),
     "context.sign": Method(SignParams, sign),
     "subscribe": Method(NoParams, subscribe),
     "unsubscribe": Method(NoParams, unsubscribe),
