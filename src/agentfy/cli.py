@@ -6,6 +6,7 @@ so scripts can use it as a predicate; usage errors exit 2 (Typer's convention).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -872,6 +873,43 @@ def config_show(
                   *((row.name, row.value, row.environment_variable, row.source) for row in rows)):
         line = "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=False))
         print(f"{line}  {cells[3]}")
+
+
+@app.command("chat")
+def chat(
+    agent_key: Annotated[str, typer.Argument(help="The agent's agent_key.")],
+    org: Annotated[str | None, typer.Option("--org", help="The organization's slug (default: the only one).")] = None,
+    conversation: Annotated[str, typer.Option(help="Which conversation (one session each).")] = "default",
+    create: Annotated[bool, typer.Option("--create", help="Create the organization and agent if missing.")] = False,
+    database_url: DatabaseUrlOption = None,
+) -> None:
+    """Talk to an agent from the terminal: one line in, the reply out (/end completes the conversation, /quit or
+    Ctrl-D stops).  Uses the agent's model (the offline model unless configured)."""
+    from agentfy.gateway.app import default_workspace_root  # noqa: PLC0415 - only this command needs them
+    from agentfy.runtime import terminal  # noqa: PLC0415
+
+    settings = _settings(database_url=database_url)
+    db = _open_database(None, settings=settings)
+    try:
+        try:
+            target = terminal.find_target(db, agent_key, org, create=create)
+        except (terminal.ChatSetupError, ValueError) as error:
+            raise _fail_usage(str(error)) from None
+        err.print(f"talking to @{target.agent_key} of {target.slug} as {terminal.terminal_user()} "
+                  "(/end, /quit)", highlight=False)
+
+        def read() -> str | None:
+            try:
+                return input()
+            except EOFError:
+                return None
+
+        asyncio.run(terminal.chat(db, target, workspace_root=settings.workspace_root or default_workspace_root(db),
+                                  conversation=conversation,
+                                  read=read, write=lambda text: out.print(text, highlight=False, markup=False,
+                                                                          soft_wrap=True)))
+    finally:
+        db.dispose()
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agentfy.events.settings import BusSettings
@@ -36,6 +36,7 @@ from agentfy.events.settings import BusSettings
 if TYPE_CHECKING:
     from agentfy.events.consolidation.settings import ConsolidationSettings
     from agentfy.store.pool import PoolSettings
+    from agentfy.store.repos.credentials import CredentialCipher
 
 ENV_PREFIX: Final = "AGENTFY_"
 CONFIG_FILE_ENV: Final = "AGENTFY_CONFIG_FILE"
@@ -98,6 +99,38 @@ class TelemetrySettings(_Section):
     otel_exporter: Literal["none", "console", "otlp"] = "none"
 
 
+#: Seconds a call to a chat platform's API may take before it fails (the reply is then logged as lost).
+API_TIMEOUT_SECONDS: Final = 30.0
+
+
+def _http_url(value: str) -> str:
+    if not value.startswith(("http://", "https://")) or any(c.isspace() for c in value):
+        raise ValueError(f"{value!r} is not an http(s) URL")
+    return value.rstrip("/")
+
+
+class TelegramSettings(_Section):
+    """``api_base``: the Bot API server replies are sent to (a self-hosted one, or a fake in tests)."""
+
+    api_base: str = "https://api.telegram.org"
+
+    @field_validator("api_base")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return _http_url(value)
+
+
+class DiscordSettings(_Section):
+    """``api_base``: the REST API replies are sent to."""
+
+    api_base: str = "https://discord.com/api/v10"
+
+    @field_validator("api_base")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return _http_url(value)
+
+
 class Settings(BaseSettings):
     """The effective configuration of one agentfy process (frozen: read once, passed down)."""
 
@@ -116,6 +149,12 @@ class Settings(BaseSettings):
     admin_api_key: SecretStr | None = None
     #: The largest request body (bytes) outside the vault's upload.
     body_max_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    #: Where agents' workspaces (their files) live; unset: ``workspaces/`` beside a SQLite database, else
+    #: ``var/workspaces``.
+    workspace_root: Path | None = None
+    channel_api_timeout_seconds: float = Field(default=API_TIMEOUT_SECONDS, gt=0, le=300)
+    telegram: TelegramSettings = TelegramSettings()
+    discord: DiscordSettings = DiscordSettings()
     serve: ServeSettings = ServeSettings()
     db: PoolConfig = PoolConfig()
     events: BusSettings = Field(default_factory=BusSettings)
@@ -137,6 +176,31 @@ class Settings(BaseSettings):
         section = self.consolidation
         return ConsolidationSettings(section.debounce_seconds, section.max_batch, section.max_session_messages,
                                      section.dream_max_chars, bus=self.events)
+
+    def credentials_cipher(self, db: Any, *, required: bool) -> CredentialCipher | None:
+        """The cipher of stored credentials: the ``credentials_key`` setting, else the file
+        ``credentials_key_file``, else on an embedded SQLite database its own key file (created on first
+        use, see :func:`default_key_file`).  A server database has no default: every process must share one
+        key, so none may invent its own — ``None``, or with ``required`` :class:`CredentialKeyError` naming
+        the settings to set."""
+        from agentfy.store.repos.credentials import (  # noqa: PLC0415 - cryptography only when needed
+            CredentialCipher,
+            CredentialKeyError,
+            decode_key,
+            load_or_create_key_file,
+        )
+
+        if self.credentials_key is not None:
+            return CredentialCipher(decode_key(self.credentials_key.get_secret_value(),
+                                               "the credentials_key setting ($AGENTFY_CREDENTIALS_KEY)"))
+        if self.credentials_key_file is not None:
+            return CredentialCipher(load_or_create_key_file(self.credentials_key_file))
+        if db.dialect == "sqlite" and db.engine.url.database not in (None, "", ":memory:"):
+            return CredentialCipher(load_or_create_key_file(default_key_file(db.url, "credentials")))
+        if required:
+            raise CredentialKeyError("set AGENTFY_CREDENTIALS_KEY (base64 of 32 bytes) or "
+                                     "AGENTFY_CREDENTIALS_KEY_FILE, the same in every gateway process")
+        return None
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from agentfy.channels.settings import ChannelSettings
 from agentfy.identity import Scope
+from agentfy.settings import SettingsError, load_settings
 from agentfy.store.db import Database
 from agentfy.store.repos import agents
 from tests.channels.conftest import TELEGRAM_API, Gateway
@@ -302,9 +303,10 @@ def test_the_body_limit_applies_to_webhooks(gateway: Gateway, bound: str) -> Non
 def test_the_api_bases_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTFY_TELEGRAM_API_BASE", "http://127.0.0.1:8081/")
     monkeypatch.setenv("AGENTFY_DISCORD_API_BASE", "https://discord.internal/api/v10")
-    settings = ChannelSettings()
+    settings = ChannelSettings.from_settings(load_settings())
     assert (settings.telegram_api_base, settings.discord_api_base) == (
         "http://127.0.0.1:8081", "https://discord.internal/api/v10")
     monkeypatch.setenv("AGENTFY_TELEGRAM_API_BASE", "ftp://nope")
-    with pytest.raises(ValueError, match="ftp://nope"):
-        ChannelSettings()
+    with pytest.raises(SettingsError, match=r"telegram\.api_base 'ftp://nope': Value error, 'ftp://nope' is not an "
+                                            r"http\(s\) URL|telegram\.api_base 'ftp://nope': 'ftp://nope' is not"):
+        load_settings()

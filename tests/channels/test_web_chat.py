@@ -1,8 +1,8 @@
 """The web chat page in headless Chromium (Debian's ``chromium`` and ``chromium-driver``): sign in with an API
 key, see the organization's agents, talk to one, see live agent events over the WebSocket API.
 
-The gateway runs for real (uvicorn on a free port, in a thread, stopped in ``finally``).  The runtime's HTTP
-chat endpoint is a stub here (echo) until the runtime is merged; the page's contract with it is the one
+The gateway runs for real (uvicorn on a free port, in a thread, stopped in ``finally``), the agent answers
+through the real runtime with the offline model; the page's contract with the chat endpoint is the one
 constant ``MESSAGES_PATH`` in ``chat.js``.  Without the browser the test is skipped with the reason, except
 under ``CI=true``, where a missing browser is an error (``make pytest`` installs it when run as root).
 """
@@ -18,11 +18,10 @@ from typing import Any
 
 import pytest
 import uvicorn
-from fastapi import FastAPI
 
 from agentfy.gateway.app import create_app
 from agentfy.store.db import Database
-from agentfy.store.repos import agents
+from agentfy.store.repos import agents, api_keys, orgs
 from tests.conftest import IN_CI
 from tests.gateway.conftest import Tenant, make_tenant
 
@@ -57,20 +56,16 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _with_stub_messages(app: FastAPI) -> FastAPI:
-    @app.post("/v1/agents/{agent}/messages", include_in_schema=False)
-    def stub(agent: str, body: dict[str, Any]) -> dict[str, str]:
-        return {"reply": f"echo from {agent}: {body['text']}", "session_key": f"{agent}:{body['conversation']}"}
-
-    return app
-
-
 @pytest.fixture
 def served(sqlite_db: Database) -> Iterator[tuple[str, Tenant]]:
     tenant = make_tenant(sqlite_db, "acme")
     with sqlite_db.transaction() as tx:
         agents.create_agent(tx, tenant.scope, agent_key="support", display_name="Support")
-    app = _with_stub_messages(create_app(sqlite_db, signing_secret=b"s" * 32))
+        user_id = orgs.create_user(tx, display_name="Operator").id
+        orgs.add_member(tx, tenant.scope, user_id, "operator")
+        tenant.keys["person"] = api_keys.create_api_key(tx, tenant.scope, name="operator person", role="operator",
+                                                        user_id=user_id).key
+    app = create_app(sqlite_db, signing_secret=b"s" * 32)
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -109,7 +104,7 @@ def test_sign_in_list_agents_talk_and_see_live_events(browser: Any, served: tupl
     _wait(lambda: "Sign-in failed: 401" in by_id("status").text, "the refusal of a bad key")
 
     by_id("api-key").clear()
-    by_id("api-key").send_keys(tenant.keys["operator"])
+    by_id("api-key").send_keys(tenant.keys["person"])  # chat needs a key that acts as a person
     by_id("sign-in-button").click()
     button = _wait(lambda: browser.find_elements(By.CSS_SELECTOR, "#agents button[data-agent='support']"),
                    "the agent list")[0]
@@ -121,7 +116,7 @@ def test_sign_in_list_agents_talk_and_see_live_events(browser: Any, served: tupl
     by_id("send").click()
     replies = _wait(lambda: [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#messages .msg.agent")],
                     "the agent's reply")
-    assert replies == ["echo from support: hello there"]
+    assert replies == ["@support heard: hello there"]  # the offline model's answer, through the real runtime
 
     with sqlite_db.transaction() as tx:  # another client's change reaches the page live
         agents.create_agent(tx, tenant.scope, agent_key="newcomer")

@@ -49,6 +49,7 @@ SECRET = b"s" * 32
 GROUP = "group:telegram:-1001"
 AGENT_SCOPE = ""
 WS_METHODS = ("agents.list", "agents.get", "agents.create", "agents.update", "agents.delete", "agents.heartbeat",
+              "agents.send",
               "context.sign", "subscribe", "unsubscribe")
 _counter = itertools.count()
 
@@ -243,6 +244,7 @@ UNSCOPED: dict[str, Build] = {
     "agents.update": lambda w, c, s: Request("PATCH", f"/v1/agents/{fresh_agent(w)}", {"display_name": "x"}),
     "agents.delete": lambda w, c, s: Request("DELETE", f"/v1/agents/{fresh_agent(w)}"),
     "agents.heartbeat": lambda w, c, s: Request("POST", "/v1/agents/bot/heartbeat"),
+    "agents.messages.send": lambda w, c, s: Request("POST", "/v1/agents/bot/messages", json={"text": "hi"}),
     "ids.explain": lambda w, c, s: Request("GET", f"/v1/ids/{w.agent_id}"),
     "links.create": lambda w, c, s: Request("POST", "/v1/agents/bot/links", {"target": fresh_agent(w)}),
     "links.list": lambda w, c, s: Request("GET", "/v1/agents/bot/links"),
@@ -466,6 +468,7 @@ def test_every_websocket_method_by_every_caller_answers_as_the_table_says(db: Da
         "agents.create": lambda: {"agent_key": unique("ws")},
         "agents.update": lambda: {"agent": fresh_agent(world), "display_name": "x"},
         "agents.delete": lambda: {"agent": fresh_agent(world)}, "agents.heartbeat": lambda: {"agent": "bot"},
+        "agents.send": lambda: {"agent": "bot", "text": "hi"},
         "context.sign": dict, "subscribe": dict, "unsubscribe": dict}
     assert set(params) == set(WS_METHODS)
     mismatches: list[str] = []

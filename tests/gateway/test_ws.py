@@ -365,7 +365,8 @@ def test_jsonrpc_member_and_missing_params_are_fine(client: TestClient, acme: Te
 # -- events --------------------------------------------------------------------------------------------------------
 def subscribed(rpc: Rpc, slug: str) -> Rpc:
     assert rpc.result("subscribe") == {"subscribed": True, "tenant_slug": slug, "events": [
-        "agent.created", "agent.updated", "agent.renamed", "agent.deleted"]}
+        "agent.created", "agent.updated", "agent.renamed", "agent.deleted",
+        "agent.run.started", "agent.tool.called", "agent.replied", "agent.run.finished"]}
     return rpc
 
 

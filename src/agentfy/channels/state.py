@@ -9,10 +9,7 @@ that would call it answers 503 and calls nothing, so the platform retries later 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Final
 
 import httpx
 from fastapi import FastAPI, Request
@@ -21,26 +18,20 @@ from agentfy.channels.settings import ChannelSettings
 from agentfy.channels.web import mount_chat_page
 from agentfy.gateway.errors import ApiError
 from agentfy.runtime.inbound import MessageHandler
+from agentfy.settings import Settings, load_settings
 from agentfy.store.db import Database
-from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher, CredentialKeyError, load_or_create_key_file
-
-#: The embedded setup's credentials key file, beside the SQLite database (like ``signing.key``).
-KEY_FILE_NAME: Final = "credentials.key"
+from agentfy.store.repos.credentials import CredentialCipher, CredentialKeyError
 
 
-def credentials_cipher(db: Database) -> CredentialCipher:
-    """``$AGENTFY_CREDENTIALS_KEY``, else (embedded SQLite) a 0600 key file beside the database; on PostgreSQL
-    without the variable, 503 naming it: every process must share one key, so none may invent its own."""
+def credentials_cipher(db: Database, settings: Settings | None = None) -> CredentialCipher:
+    """The credentials cipher of the settings (see :meth:`agentfy.settings.Settings.credentials_cipher`), or
+    503 saying which setting is missing: bot tokens are never stored unencrypted."""
     try:
-        if os.environ.get(KEY_ENV):
-            return CredentialCipher.from_env()
-        database = db.engine.url.database or ""
-        if db.dialect == "sqlite" and database not in ("", ":memory:"):
-            return CredentialCipher(load_or_create_key_file(Path(database).with_name(KEY_FILE_NAME)))
+        cipher = (settings or load_settings()).credentials_cipher(db, required=True)
     except CredentialKeyError as error:
         raise ApiError(503, "unavailable", f"bot tokens cannot be encrypted: {error}") from None
-    raise ApiError(503, "unavailable", f"bot tokens cannot be encrypted: set ${KEY_ENV} (base64 of 32 bytes), "
-                   "the same in every gateway process")
+    assert cipher is not None
+    return cipher
 
 
 @dataclass
@@ -48,7 +39,9 @@ class ChannelState:
     """See the module docstring.  ``transport`` replaces the network for the platforms' APIs (tests)."""
 
     db: Database
-    settings: ChannelSettings = field(default_factory=ChannelSettings)
+    settings: ChannelSettings = field(default_factory=lambda: ChannelSettings.from_settings(load_settings()))
+    #: The process's settings (the credentials key); ``None``: read them when first needed.
+    app_settings: Settings | None = None
     handler: MessageHandler | None = None
     transport: httpx.AsyncBaseTransport | None = None
     cipher_override: CredentialCipher | None = None
@@ -58,7 +51,7 @@ class ChannelState:
         if self.cipher_override is not None:
             return self.cipher_override
         if self._cipher is None:
-            self._cipher = credentials_cipher(self.db)
+            self._cipher = credentials_cipher(self.db, self.app_settings)
         return self._cipher
 
     def require_handler(self) -> MessageHandler:
@@ -72,9 +65,9 @@ class ChannelState:
         return httpx.AsyncClient(transport=self.transport, timeout=self.settings.channel_api_timeout_seconds)
 
 
-def install(app: FastAPI, db: Database) -> ChannelState:
+def install(app: FastAPI, db: Database, settings: Settings) -> ChannelState:
     """Put the channels' state on ``app`` and serve the web chat page."""
-    state = ChannelState(db)
+    state = ChannelState(db, ChannelSettings.from_settings(settings), app_settings=settings)
     app.state.channels = state
     mount_chat_page(app)
     return state

@@ -12,7 +12,8 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Final
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
@@ -37,6 +38,11 @@ from agentfy.store.migrate import is_at_head
 from agentfy.store.repos.agents import Agent
 from agentfy.tracing import tracer_for
 
+if TYPE_CHECKING:
+    from agentfy.runtime.runner import Runtime
+
+#: Where agents' workspaces live: ``$AGENTFY_WORKSPACE_ROOT``, else ``workspaces/`` beside an embedded SQLite
+#: database, else ``var/workspaces``.
 #: How long start-up waits for the change feed's listening connection before serving anyway (uncached).
 FEED_CONNECT_TIMEOUT_SECONDS: Final = 10.0
 
@@ -61,6 +67,9 @@ class GatewayState:
     tenant_slugs: TenantSlugs = field(init=False)
     stop_workers: threading.Event = field(default_factory=threading.Event)
     worker_threads: list[threading.Thread] = field(default_factory=list)
+    #: The agent runtime the chat routes and channels call (:mod:`agentfy.runtime.runner`); set by
+    #: :func:`create_app`.
+    runtime: Runtime | None = None
 
 
     def __post_init__(self) -> None:
@@ -134,6 +143,17 @@ async def authenticate(request: Request) -> Call:
 Authenticated = Annotated[Call, Depends(authenticate)]
 
 
+def _runtime(gateway: GatewayState, settings: Settings, workspace_root: Path | None) -> Runtime:
+    from agentfy.gateway.rpc.broadcast import broadcaster_for  # noqa: PLC0415 - the runtime imports the gateway
+    from agentfy.runtime.providers import Providers  # noqa: PLC0415
+    from agentfy.runtime.runner import Runtime  # noqa: PLC0415
+
+    cipher = settings.credentials_cipher(gateway.db, required=False)
+    root = workspace_root or settings.workspace_root or default_workspace_root(gateway.db)
+    return Runtime(gateway.db, gateway.router, workspace_root=root, providers=Providers(cipher=cipher),
+                   events=broadcaster_for(gateway.db))
+
+
 def _start_workers(gateway: GatewayState, settings: Settings) -> None:
     from agentfy.events.consolidation import handlers  # noqa: PLC0415 - only when workers run in-process
     from agentfy.events.runner import start_workers  # noqa: PLC0415
@@ -143,13 +163,28 @@ def _start_workers(gateway: GatewayState, settings: Settings) -> None:
                                                 settings=settings.events))
 
 
+def default_workspace_root(db: Database) -> Path:
+    """Where agents' workspaces live when the ``workspace_root`` setting is unset: ``workspaces/`` beside the
+    SQLite file, else ``var/workspaces``."""
+    if db.dialect == "sqlite" and db.engine.url.database not in (None, "", ":memory:"):
+        return Path(str(db.engine.url.database)).parent / "workspaces"
+    return Path("var/workspaces")
+
+
 def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers: bool = False,
-               settings: Settings | None = None) -> FastAPI:
+               settings: Settings | None = None, workspace_root: Path | None = None,
+               runtime: Runtime | None = None) -> FastAPI:
     """The application on ``db``; ``run_workers`` runs the consolidation workers in a thread of this process.
-    ``settings``: limits, caches and workers; when ``None``, the process's (:func:`load_settings`)."""
+    ``settings``: limits, caches, workers, keys; when ``None``, the process's (:func:`load_settings`).
+
+    The agent runtime is ``runtime`` or a new one on the gateway's router, with the offline model as every
+    unconfigured agent's default, the OpenAI-compatible provider for the others (their credentials decrypted
+    with the credentials key when one is configured), and run events to this database's WebSocket subscribers;
+    the chat channels (Telegram, Discord, web) hand their messages to it."""
     settings = settings if settings is not None else load_settings()
     gateway = GatewayState(db, Router(db, ttl=settings.cache.router_ttl_seconds), signing_secret or os.urandom(32),
                            PrincipalCache(db), run_workers, inline_lookups=db.dialect == "sqlite")
+    gateway.runtime = runtime if runtime is not None else _runtime(gateway, settings, workspace_root)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -209,7 +244,8 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
     from agentfy.channels.state import install as install_channels  # noqa: PLC0415 - imports the gateway
     from agentfy.gateway.routes.mount import register  # noqa: PLC0415 - the routes import this module
 
-    install_channels(app, db)  # app.state.channels: the webhooks' state; the runtime sets its .handler
+    channels = install_channels(app, db, settings)  # app.state.channels: the webhooks' state
+    channels.handler = gateway.runtime  # every channel's messages go to this process's runtime
     authenticated = register(app)
 
     def openapi_document() -> dict[str, Any]:

@@ -30,6 +30,7 @@ from agentfy.gateway.errors import ERROR_RESPONSES
 from agentfy.gateway.routes import (
     agents,
     channels,
+    chat,
     cron,
     grants,
     heartbeat,
@@ -49,7 +50,7 @@ from agentfy.permissions.access import RULES
 ROUTERS: Final[tuple[APIRouter, ...]] = (
     agents.router, sessions.router, memory.router, knowledge.router, teams.router, orgs.router, skills.router,
     cron.router, links.router, grants.router, vault.router, ids.router, heartbeat.router, channels.router,
-    ws.router,
+    chat.router, ws.router,
 )
 
 

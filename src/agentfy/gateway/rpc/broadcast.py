@@ -46,6 +46,14 @@ AGENT_UPDATED: Final = "agent.updated"
 AGENT_RENAMED: Final = "agent.renamed"
 AGENT_DELETED: Final = "agent.deleted"
 AGENT_EVENTS: Final = (AGENT_CREATED, AGENT_UPDATED, AGENT_RENAMED, AGENT_DELETED)
+#: A run's progress, published by the runtime (:mod:`agentfy.runtime.events`).  They carry ``run``: the run's
+#: ID and, for a tool call, the tool's name — never the conversation's text or scope, because every member
+#: of the tenant may subscribe and a conversation belongs to its scope.
+RUN_STARTED: Final = "agent.run.started"
+TOOL_CALLED: Final = "agent.tool.called"
+REPLIED: Final = "agent.replied"
+RUN_FINISHED: Final = "agent.run.finished"
+RUN_EVENTS: Final = (RUN_STARTED, TOOL_CALLED, REPLIED, RUN_FINISHED)
 #: Sent to a subscriber that fell behind by more than :data:`SUBSCRIBER_LIMIT` events (they were dropped).
 EVENTS_DROPPED: Final = "events.dropped"
 #: Sent to every subscriber when the change feed may have missed events (its connection was lost).
@@ -66,10 +74,12 @@ class AgentEvent:
     agent_key: AgentKey
     tenant_slug: TenantSlug
     previous_key: AgentKey | None = None
+    run: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
-        if self.name not in AGENT_EVENTS:
-            raise ValueError(f"unknown agent event {self.name!r}; expected one of {', '.join(AGENT_EVENTS)}")
+        if self.name not in AGENT_EVENTS and self.name not in RUN_EVENTS:
+            raise ValueError(f"unknown agent event {self.name!r}; expected one of "
+                             f"{', '.join(AGENT_EVENTS + RUN_EVENTS)}")
         parse_id(self.agent_id, "agent", field="agent.id")
         parse_agent_key(self.agent_key, field="agent.agent_key")  # an ID is refused as a key
         parse_tenant_slug(self.tenant_slug, field="agent.tenant_slug")  # and as a slug
@@ -77,11 +87,14 @@ class AgentEvent:
             parse_agent_key(self.previous_key, field="agent.previous_key")
 
     def message(self) -> Message:
-        """``{"event": name, "agent": {"id", "agent_key", "tenant_slug"[, "previous_key"]}}``."""
+        """``{"event": name, "agent": {"id", "agent_key", "tenant_slug"[, "previous_key"]}[, "run": {…}]}``."""
         agent: Message = {"id": self.agent_id, "agent_key": self.agent_key, "tenant_slug": self.tenant_slug}
         if self.previous_key is not None:
             agent["previous_key"] = self.previous_key
-        return {"event": self.name, "agent": agent}
+        message: Message = {"event": self.name, "agent": agent}
+        if self.run is not None:
+            message["run"] = dict(self.run)
+        return message
 
 
 class Subscriber:

@@ -15,14 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Generic
 
+import anyio.from_thread
 from pydantic import Field
 
-from agentfy.gateway import agent_ops
+from agentfy.gateway import agent_ops, chat
 from agentfy.gateway.app import GatewayState
 from agentfy.gateway.auth import Principal, sign_context
+from agentfy.gateway.chat import MessageToAgent, SendParams
 from agentfy.gateway.pages import PageParams
 from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AgentIn, AgentPatch, Strict
-from agentfy.gateway.rpc.broadcast import AGENT_EVENTS, Subscriber, broadcaster_for
+from agentfy.gateway.rpc.broadcast import AGENT_EVENTS, RUN_EVENTS, Subscriber, broadcaster_for
 from agentfy.gateway.rpc.protocol import P, validate
 
 AGENT_REF_MAX_LENGTH: Final = 100  # as the HTTP path parameter
@@ -101,12 +103,19 @@ def sign(call: Call, params: SignParams) -> dict[str, Any]:
 def subscribe(call: Call, _: NoParams) -> dict[str, Any]:
     """Agent events of the principal's tenant (and only those) are pushed to this connection."""
     broadcaster_for(call.gateway.db).subscribe(call.who.tenant_id, call.tenant_slug, call.subscriber)
-    return {"subscribed": True, "tenant_slug": call.tenant_slug, "events": list(AGENT_EVENTS)}
+    return {"subscribed": True, "tenant_slug": call.tenant_slug, "events": [*AGENT_EVENTS, *RUN_EVENTS]}
 
 
 def unsubscribe(call: Call, _: NoParams) -> dict[str, Any]:
     broadcaster_for(call.gateway.db).unsubscribe(call.subscriber)
     return {"subscribed": False}
+
+
+def send(call: Call, params: SendParams) -> dict[str, Any]:
+    """The body of ``POST /v1/agents/{agent}/messages`` (the same code, run on the server's event loop)."""
+    message = MessageToAgent(text=params.text, conversation=params.conversation)
+    reply = anyio.from_thread.run(chat.send, call.gateway, call.who, params.agent, message)
+    return reply.model_dump(mode="json")
 
 
 # -- the table -----------------------------------------------------------------------------------------------
@@ -129,6 +138,7 @@ METHODS: Final[dict[str, Method[Any]]] = {
     "agents.update": Method(UpdateParams, update_agent),
     "agents.delete": Method(AgentParams, delete_agent),
     "agents.heartbeat": Method(AgentParams, heartbeat),
+    "agents.send": Method(SendParams, send),
     "context.sign": Method(SignParams, sign),
     "subscribe": Method(NoParams, subscribe),
     "unsubscribe": Method(NoParams, unsubscribe),

@@ -89,7 +89,7 @@ class CredentialCipher:
             raise CredentialKeyError(f"${KEY_ENV} is not set: it must hold the base64 of a {KEY_BYTES}-byte key "
                                      "(generate one with: python -c \"import os, base64; "
                                      "print(base64.b64encode(os.urandom(32)).decode())\")")
-        return cls(_decode_key(value, f"${KEY_ENV}"))
+        return cls(decode_key(value, f"${KEY_ENV}"))
 
     @classmethod
     def from_key_file(cls, path: str | os.PathLike[str]) -> CredentialCipher:
@@ -111,7 +111,7 @@ class CredentialCipher:
                 "encrypted with, or the ciphertext was not written for this organization") from None
 
 
-def _decode_key(text: str, source: str) -> bytes:
+def decode_key(text: str, source: str) -> bytes:
     try:
         key = base64.b64decode(text.strip(), validate=True)
     except (binascii.Error, ValueError):
@@ -142,7 +142,7 @@ def load_or_create_key_file(path: str | os.PathLike[str]) -> bytes:
     if os.name == "posix" and mode & 0o077:
         raise CredentialKeyError(f"credentials key file {target} has mode {mode:04o}; it must be readable by "
                                  f"its owner only (chmod 600 {target})")
-    return _decode_key(target.read_text(encoding="ascii"), f"credentials key file {target}")
+    return decode_key(target.read_text(encoding="ascii"), f"credentials key file {target}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ _ORG_COLUMNS: Final = (organizations.c.id, organizations.c.slug, organizations.c
 _INSERT_ORG: Final = insert_returning_id(organizations, ["slug", "name", "settings", "created_at"])
 _INSERT_ORG_WITH_ID: Final = insert(organizations, ["id", "slug", "name", "settings", "created_at"])
 _ORG_BY_ID: Final = sa.select(*_ORG_COLUMNS).where(organizations.c.id == sa.bindparam("id"))
+_ORG_BY_SLUG: Final = sa.select(*_ORG_COLUMNS).where(organizations.c.slug == sa.bindparam("slug"))
 ORG_PAGES: Final[Keyset[Organization]] = Keyset(sa.select(*_ORG_COLUMNS), (organizations.c.slug,),
                                                   lambda o: (o.slug,))
 _DELETE_ORG: Final = sa.delete(organizations).where(organizations.c.id == sa.bindparam("id"))
@@ -157,6 +158,14 @@ def ensure_platform_organization(tx: Tx) -> tuple[Organization, bool]:
 def list_organizations(tx: Tx, *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[Organization]:
     """Every organization by slug (all, or a page: see ``store.paging``)."""
     return ORG_PAGES.fetch(tx, {}, _org, after=after, limit=limit)
+
+
+def get_organization_by_slug(tx: Tx, slug: str) -> Organization:
+    """The organization with ``slug`` (operators name organizations by slug: ``agentfy chat --org``)."""
+    row = tx.one(_ORG_BY_SLUG, {"slug": slug})
+    if row is None:
+        raise NotFoundError("organization", slug)
+    return _org(row)
 
 
 def delete_organization(tx: Tx, org_id: str) -> None:

@@ -1,0 +1,69 @@
+"""Talking to an agent over the API: ``POST /v1/agents/{agent}/messages`` and the WebSocket ``agents.send``
+share this, so the two cannot differ in identity, conversation or errors.
+
+The caller must act as a person (the access rule says so): the HTTP context is built with
+:func:`~agentfy.permissions.channels.http_context` — the SCOPE and the ACTOR are the key's person, the role is
+the key's — and the conversation is ``api:<name>`` (``default`` when the body names none) in that person's
+scope, so two people, or the same name in two organizations, never share a session.  The agent is named by
+its ID or key in the caller's organization only.  A model that cannot answer is a 502 naming the model's
+server (never its credential); the caller's message stays stored in the session.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from pydantic import BaseModel, Field
+
+from agentfy.gateway.auth import Principal
+from agentfy.gateway.errors import ApiError
+from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, Strict
+from agentfy.identity import AgentKey
+from agentfy.permissions.channels import http_context
+from agentfy.runtime.inbound import Inbound
+from agentfy.runtime.model import ModelError
+from agentfy.runtime.providers import ModelConfigError
+from agentfy.runtime.runner import Runtime
+
+if TYPE_CHECKING:
+    from agentfy.gateway.app import GatewayState
+
+CHANNEL: Final = "api"
+DEFAULT_CONVERSATION: Final = "default"
+TEXT_MAX_LENGTH: Final = 100_000
+
+
+class MessageToAgent(Strict):
+    text: str = Field(min_length=1, max_length=TEXT_MAX_LENGTH, description="What to say to the agent.")
+    conversation: str = Field(default=DEFAULT_CONVERSATION, min_length=1, max_length=100,
+                              description="Your name for the conversation (one session per name, per person).")
+
+
+class SendParams(MessageToAgent):
+    agent: str = Field(max_length=100, description=AGENT_REF_DESCRIPTION)
+
+
+class AgentReply(BaseModel):
+    reply: str | None = Field(description="The agent's answer (null: it said nothing).")
+    session_key: str = Field(description="The session the exchange was stored in.")
+    conversation: str
+
+
+def runtime_of(gateway: GatewayState) -> Runtime:
+    """The gateway's runtime (created with the app)."""
+    if gateway.runtime is None:
+        raise ApiError(503, "unavailable", "this server runs no agent runtime")
+    return gateway.runtime
+
+
+async def send(gateway: GatewayState, who: Principal, agent: str, message: MessageToAgent) -> AgentReply:
+    """Run ``message`` through the agent named ``agent`` as ``who`` (see the module docstring)."""
+    assert who.user_id is not None  # the access rule: agents.messages.send / agents.send act as a person
+    context = http_context(who.user_id, tenant_id=who.tenant_id, role=who.role)
+    inbound = Inbound(who.tenant_id, AgentKey(agent), context, CHANNEL, f"{CHANNEL}:{message.conversation}",
+                      message.text)
+    try:
+        reply = await runtime_of(gateway)(inbound)
+    except (ModelError, ModelConfigError) as error:
+        raise ApiError(502, "model_error", str(error)) from None
+    return AgentReply(reply=reply.text, session_key=reply.session_key, conversation=message.conversation)

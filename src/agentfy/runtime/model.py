@@ -1,0 +1,86 @@
+"""What the runtime says to a model and what comes back: one shape for every provider.
+
+The runtime never speaks a provider's wire format; a provider (:class:`ModelProvider`) translates a
+:class:`ModelRequest` into its own API and its answer back into a :class:`ModelResponse`.  That keeps the loop
+(:mod:`agentfy.runtime.runner`) testable with the offline provider and lets an agent switch providers by
+configuration only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal, Protocol
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+#: Characters per token used to estimate the size of a history (no tokenizer is needed for a threshold).
+CHARS_PER_TOKEN: Final = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """The model asks for one tool run: ``id`` pairs the call with its result message."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One message of the conversation as the model sees it.
+
+    ``tool_calls`` only on an assistant message that asked for tools; ``tool_call_id`` only on the tool
+    message answering one of them.
+    """
+
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model is told about it: every parameter is a string (the offline syntax can say no more,
+    and the tools parse what they need)."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, str]  # name -> description
+    required: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One call to the model: the system prompt (with its cache boundary), the history, the tools."""
+
+    system_prompt: str
+    messages: Sequence[ChatMessage]
+    tools: Sequence[ToolSpec] = ()
+    agent_key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """The model's answer: text, tool calls, or both (tools run first, then the model is asked again)."""
+
+    text: str | None = None
+    tool_calls: tuple[ToolCall, ...] = field(default=())
+
+
+class ModelError(RuntimeError):
+    """The model could not answer (unreachable, refused the credential, malformed answer).  Its message is
+    shown to the person, so it never carries a secret."""
+
+
+class ModelProvider(Protocol):
+    """A chat model behind one method."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+def estimate_tokens(system_prompt: str, messages: Sequence[ChatMessage]) -> int:
+    """A cheap upper-bound-ish estimate of the prompt's size, for deciding when to compact."""
+    return (len(system_prompt) + sum(len(m.content) for m in messages)) // CHARS_PER_TOKEN + 1

@@ -1,0 +1,74 @@
+"""What the model is shown for one turn: the system prompt and the history.
+
+The system prompt comes from :mod:`agentfy.agents.prompt`: the agent's **key** above the cache boundary
+(with its instructions and context files, which change only when the agent is reconfigured, so the cached
+prefix holds across turns), its **ID** below it, with the time and the session.  The agent's configuration
+provides ``instructions`` (text) and ``context_files`` (names of files in the agent's ``context/`` directory
+of its workspace, read on every turn; missing ones are skipped).
+
+The history is the session's messages since the latest compaction.  Tool results are stored in the session
+for the record but not replayed to the model in later turns: a tool message must follow the assistant
+message that called it, which the session does not keep, and the reply that used the result is there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from agentfy.agents.prompt import CACHE_BOUNDARY_MARKER, SystemPromptConfig, TurnContext, render_system_prompt
+from agentfy.agents.workspace import InvalidSegmentError, WorkspaceEscapeError, workspace_path
+from agentfy.runtime.model import ChatMessage
+from agentfy.store.repos.agents import Agent
+from agentfy.store.repos.sessions import SessionMessage
+
+CONTEXT_DIRECTORY: Final = "context"
+CONTEXT_FILE_MAX_BYTES: Final = 100_000
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def context_files(agent: Agent, workspace_root: Path, tenant_slug: str) -> list[tuple[str, str]]:
+    """``(name, text)`` of each configured context file that exists (the marker line removed: it may only
+    separate the prefix from the runtime section)."""
+    names = agent.config.get("context_files") if isinstance(agent.config, dict) else None
+    found: list[tuple[str, str]] = []
+    for name in names if isinstance(names, list) else ():
+        if not isinstance(name, str):
+            continue
+        try:
+            path = workspace_path(workspace_root, tenant_slug, agent.agent_key, CONTEXT_DIRECTORY, name)
+            data = path.read_bytes()[:CONTEXT_FILE_MAX_BYTES] if path.is_file() and not path.is_symlink() else None
+        except (InvalidSegmentError, WorkspaceEscapeError, OSError):
+            data = None
+        if data is not None:
+            found.append((name, data.decode("utf-8", "replace").replace(CACHE_BOUNDARY_MARKER, "")))
+    return found
+
+
+def system_prompt(agent: Agent, tenant_slug: str, workspace_root: Path, session_key: str, *,
+                  now: datetime | None = None) -> str:
+    """The turn's system prompt (key above the boundary, ID below)."""
+    parts = [_text(agent.config.get("instructions")).replace(CACHE_BOUNDARY_MARKER, "")]
+    parts += [f"## {name}\n{text}" for name, text in context_files(agent, workspace_root, tenant_slug)]
+    config = SystemPromptConfig.for_agent(agent, tenant_slug, instructions="\n\n".join(p for p in parts if p))
+    turn = TurnContext(now=now or datetime.now(UTC), session_key=session_key)
+    return render_system_prompt(config, turn_context=turn)
+
+
+def model_history(messages: Sequence[SessionMessage]) -> list[ChatMessage]:
+    """The stored messages as the model sees them (user, assistant and compaction summaries; no tool
+    results, see the module docstring)."""
+    shown: list[ChatMessage] = []
+    for message in messages:
+        if message.role == "user":
+            shown.append(ChatMessage("user", message.content))
+        elif message.role == "assistant":
+            shown.append(ChatMessage("assistant", message.content))
+        elif message.role == "system":
+            shown.append(ChatMessage("system", message.content))
+    return shown

@@ -1,0 +1,315 @@
+"""The runtime: one message in, through the agent's loop, the model and its tools, one reply out.
+
+:class:`Runtime` is the :class:`~agentfy.runtime.inbound.MessageHandler` every channel calls.  For one
+:class:`~agentfy.runtime.inbound.Inbound`:
+
+1. the agent is found by the router in the message's tenant (``router.get``; a missing agent, or another
+   tenant's, is :class:`~agentfy.store.errors.NotFoundError`);
+2. the run's request context is the channel's (SCOPE ``user_id``, ACTOR ``sender_id``, role) plus the agent's
+   ID and key; it is current for the whole run, so every step and tool sees the same identities;
+3. one run per conversation at a time (:mod:`agentfy.runtime.locks`), and the agent's loop is marked
+   running meanwhile (``AgentLoop.run()``: the heartbeat's ``running``);
+4. the session is picked or opened from (tenant, agent, SCOPE, conversation) (:mod:`agentfy.runtime.conversation`)
+   and the user message is stored with ``sender_id`` = the ACTOR;
+5. near the context window the memory flush compacts first (:mod:`agentfy.runtime.flush`);
+6. the model (:mod:`agentfy.runtime.providers`) answers; requested tools run behind the permission policy
+   (:mod:`agentfy.runtime.tools`), at most ``max_tool_rounds`` rounds;
+7. the reply is stored as the assistant message and returned; run events go to the tenant's WebSocket
+   subscribers (:mod:`agentfy.runtime.events`).
+
+Database work runs in worker threads (the context travels with it); the model call runs on the event loop with
+no transaction open.  Subagents and delegated tasks run in the background; their results are announced back
+into the conversation through :mod:`agentfy.permissions.propagation` and handed to ``outbound`` (a channel
+sends them to the chat).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from agentfy.agents.loop import AgentLoop
+from agentfy.agents.router import Router
+from agentfy.gateway.rpc.broadcast import REPLIED, RUN_FINISHED, RUN_STARTED, TOOL_CALLED
+from agentfy.identity import Scope, parse_id
+from agentfy.identity.context import RequestContext, bind, use
+from agentfy.permissions.channels import system_context
+from agentfy.permissions.propagation import (
+    InboundMessage,
+    context_for_run,
+    delegate_announce,
+    origin_sender_of,
+    run_request_from_inbound,
+    subagent_announce,
+    teammate_dispatch,
+)
+from agentfy.runtime import conversation, prompting
+from agentfy.runtime.events import NoEvents, RunEvents, emit
+from agentfy.runtime.flush import DEFAULT_FLUSH_RATIO, flush
+from agentfy.runtime.inbound import Inbound, Reply
+from agentfy.runtime.model import ChatMessage, ModelProvider, ModelRequest, ToolCall, estimate_tokens
+from agentfy.runtime.providers import ModelSettings, Providers
+from agentfy.runtime.toolbox import TOOLS, run_tool
+from agentfy.runtime.tools import ToolEnv
+from agentfy.store.db import Database, Tx
+from agentfy.store.repos import orgs, sessions
+from agentfy.store.repos.agents import Agent
+from agentfy.store.repos.sessions import MESSAGE_MAX_LENGTH, Session
+
+logger: Final = logging.getLogger("agentfy.runtime")
+
+Outbound = Callable[[Inbound, Reply], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeSettings:
+    """``max_tool_rounds``: model calls that may ask for tools in one run (then the run ends with what it has);
+    ``flush_ratio``: the share of the context window at which the memory flush runs."""
+
+    max_tool_rounds: int = 8
+    flush_ratio: float = DEFAULT_FLUSH_RATIO
+    text_max_length: int = 100_000
+
+
+@dataclass(slots=True)
+class _Turn:
+    """What the database part of a turn hands to the model part."""
+
+    session: Session
+    provider: ModelProvider
+    settings: ModelSettings
+    tenant_slug: str
+    messages: list[ChatMessage] = field(default_factory=list)
+
+
+class Runtime:
+    """The agent runtime (see the module docstring).  Construct one per process and event loop::
+
+        runtime = Runtime(db, router, workspace_root=Path("var/workspaces"))
+        reply = await runtime(Inbound(tenant_id, agent_key, context, channel, conversation, text))
+
+    ``providers`` picks each agent's model (default: the offline model for agents without a ``model``
+    configuration); ``events`` receives run events (the gateway passes its broadcaster); ``outbound``
+    receives replies the runtime produces on its own — announced subagent and delegate results — to send
+    them to the chat (``None``: they are only stored in the session).
+    """
+
+    def __init__(self, db: Database, router: Router, *, workspace_root: Path, providers: Providers | None = None,
+                 events: RunEvents | None = None, outbound: Outbound | None = None,
+                 settings: RuntimeSettings | None = None) -> None:
+        from agentfy.runtime.locks import ConversationLocks  # noqa: PLC0415 - keeps the import graph flat
+
+        self.db = db
+        self.router = router
+        self.workspace_root = Path(workspace_root)
+        self.providers = providers if providers is not None else Providers()
+        self.events: RunEvents = events if events is not None else NoEvents()
+        self.outbound = outbound
+        self.settings = settings or RuntimeSettings()
+        self._locks = ConversationLocks()
+        self._slugs: dict[str, str] = {}
+        self._background: set[asyncio.Task[None]] = set()
+
+    # -- the entry point ------------------------------------------------------------------------------------
+    async def __call__(self, inbound: Inbound) -> Reply:
+        """Run one message and return the reply (see the module docstring).
+
+        Raises ``ValueError`` for a message whose context is not of its tenant or whose text is empty or too
+        long (nothing is stored), ``NotFoundError`` for an agent that is not the tenant's,
+        :class:`~agentfy.runtime.model.ModelError` / :class:`~agentfy.runtime.providers.ModelConfigError`
+        when the model cannot answer (the user message stays stored).
+        """
+        self._check(inbound)
+        loop = await self._loop(inbound)
+        agent = loop.agent
+        with use(inbound.context), bind(agent_id=agent.id, agent_key=agent.agent_key,
+                                        tool_agent_key=agent.agent_key) as context:
+            base_key = conversation.conversation_key(agent, context.user_id, inbound.conversation)
+            async with self._locks.hold((agent.tenant_id, agent.id, base_key)):
+                with loop.run():
+                    return await self._run(inbound, agent, context, base_key)
+
+    def _check(self, inbound: Inbound) -> None:
+        tenant = parse_id(inbound.tenant_id, "org", field="tenant_id")
+        if inbound.context.tenant_id != tenant:
+            raise ValueError(f"the message's context has tenant {inbound.context.tenant_id!r}, not the message's "
+                             f"tenant {tenant!r}; build it with the channel's constructor and tenant_id")
+        if not isinstance(inbound.text, str) or not inbound.text.strip():
+            raise ValueError("the message text is empty; expected the words to send to the agent")
+        limit = min(self.settings.text_max_length, MESSAGE_MAX_LENGTH)
+        if len(inbound.text) > limit:
+            raise ValueError(f"the message text is {len(inbound.text)} characters long; at most {limit} are allowed")
+
+    async def _loop(self, inbound: Inbound) -> AgentLoop:
+        found = self.router.get_cached(inbound.context, inbound.agent_key)
+        if found is not None:
+            return found
+        return await asyncio.to_thread(self.router.get, inbound.context, inbound.agent_key)
+
+    # -- one run ----------------------------------------------------------------------------------------------
+    async def _run(self, inbound: Inbound, agent: Agent, context: RequestContext, base_key: str) -> Reply:
+        run_id = secrets.token_hex(8)
+        turn = await asyncio.to_thread(self._begin, agent, context, base_key, inbound.text)
+        emit(self.events, RUN_STARTED, agent, turn.tenant_slug, {"id": run_id})
+        try:
+            text = await self._converse(inbound, agent, context, turn, run_id)
+            if text is not None:
+                await asyncio.to_thread(self._store, agent, turn.session.session_key, "assistant", text, None)
+                emit(self.events, REPLIED, agent, turn.tenant_slug, {"id": run_id})
+        finally:
+            emit(self.events, RUN_FINISHED, agent, turn.tenant_slug, {"id": run_id})
+        return Reply(text=text, session_key=turn.session.session_key)
+
+    def _begin(self, agent: Agent, context: RequestContext, base_key: str, text: str) -> _Turn:
+        """Worker thread: the session (picked or opened), the history (flushed to memory first when it nears
+        the context window), the model, and the user message stored as the ACTOR's."""
+        scope = Scope(agent.tenant_id)
+        settings = ModelSettings.of(agent)
+        with self.db.transaction() as tx:
+            slug = self._slug(tx, scope)
+            session = conversation.open_or_resume(tx, scope, agent, context.user_id, base_key)
+            provider = self.providers.for_agent(tx, scope, agent, settings)
+            history = conversation.history(tx, scope, session.session_key)
+        prompt = prompting.system_prompt(agent, slug, self.workspace_root, session.session_key)
+        shown = [*prompting.model_history(history), ChatMessage("user", text)]
+        if len(history) > 1 and estimate_tokens(prompt, shown) > settings.context_window * self.settings.flush_ratio:
+            flush(self.db, agent, session, history)
+            with self.db.transaction(write=False) as tx:
+                history = conversation.history(tx, scope, session.session_key)
+            shown = [*prompting.model_history(history), ChatMessage("user", text)]
+        self._store(agent, session.session_key, "user", text, context.actor_id)
+        return _Turn(session, provider, settings, slug, shown)
+
+    def _slug(self, tx: Tx, scope: Scope) -> str:
+        """The tenant's slug (for the prompt, paths and events), cached: a slug never changes."""
+        slug = self._slugs.get(scope.tenant_id)
+        if slug is None:
+            slug = self._slugs[scope.tenant_id] = orgs.get_organization(tx, scope).slug
+        return slug
+
+    async def _converse(self, inbound: Inbound, agent: Agent, context: RequestContext, turn: _Turn,
+                        run_id: str) -> str | None:
+        """The model, and the tools it asks for, until it answers without tools (or the rounds run out)."""
+        env = ToolEnv(self.db, agent, turn.tenant_slug, self.workspace_root, context, inbound.channel,
+                      inbound.conversation, self)
+        specs = [tool.spec for tool in TOOLS.values()]
+        messages = turn.messages
+        for _ in range(self.settings.max_tool_rounds + 1):
+            prompt = prompting.system_prompt(agent, turn.tenant_slug, self.workspace_root, turn.session.session_key)
+            response = await turn.provider.complete(ModelRequest(prompt, list(messages), specs, agent.agent_key))
+            if not response.tool_calls:
+                return response.text
+            messages.append(ChatMessage("assistant", response.text or "", response.tool_calls))
+            for call in response.tool_calls:
+                emit(self.events, TOOL_CALLED, agent, turn.tenant_slug, {"id": run_id, "tool": call.name})
+                result = await run_tool(env, call)
+                messages.append(ChatMessage("tool", result, tool_call_id=call.id))
+                await asyncio.to_thread(self._store, agent, turn.session.session_key, "tool",
+                                        _tool_record(call, result), None)
+        return f"(stopped after {self.settings.max_tool_rounds} rounds of tool calls)"
+
+    def _store(self, agent: Agent, session_key: str, role: str, text: str, sender_id: str | None) -> None:
+        with self.db.transaction() as tx:
+            sessions.append_message(tx, Scope(agent.tenant_id), session_key, role, text, sender_id=sender_id)
+
+    # -- ending a conversation --------------------------------------------------------------------------------
+    async def end_conversation(self, inbound: Inbound) -> Session | None:
+        """Complete the conversation's open session (``inbound.text`` is not used) and publish
+        ``session.completed`` in the same transaction, so the consolidation workers make it episodic memory.
+        ``None`` when the conversation has no open session.  Waits for a run in progress."""
+        loop = await self._loop(inbound)
+        agent = loop.agent
+        with use(inbound.context), bind(agent_id=agent.id, agent_key=agent.agent_key) as context:
+            base_key = conversation.conversation_key(agent, context.user_id, inbound.conversation)
+            async with self._locks.hold((agent.tenant_id, agent.id, base_key)):
+                return await asyncio.to_thread(self._complete, agent, context, base_key)
+
+    def _complete(self, agent: Agent, context: RequestContext, base_key: str) -> Session | None:
+        scope = Scope(agent.tenant_id)
+        with self.db.transaction() as tx:
+            session = conversation.open_or_resume(tx, scope, agent, context.user_id, base_key)
+            if not sessions.list_messages(tx, scope, session.session_key, limit=1):
+                tx.rollback()
+                return None
+            completed, _ = conversation.complete(tx, scope, session.session_key)
+        return completed
+
+    # -- subagents and delegates (the Delegation protocol of the tools) --------------------------------------
+    def spawn_subagent(self, env: ToolEnv, task: str) -> str:
+        """Run ``task`` in a subagent of the same agent (its own session, the same SCOPE, the person as
+        sender) in the background, then announce the result into ``env``'s conversation."""
+        task_id = secrets.token_hex(6)
+        origin = env.context
+        person = origin_sender_of(origin)
+        sub_context = system_context(user_id=origin.user_id, sender_id=person, tenant_id=env.agent.tenant_id,
+                                     agent_id=env.agent.id, agent_key=env.agent.agent_key,
+                                     role=origin.role if person is not None else None)
+        work = Inbound(env.agent.tenant_id, env.agent.agent_key, sub_context, "subagent", f"subagent:{task_id}", task)
+        self._spawn(self._task_then_announce(env, work, lambda content: subagent_announce(
+            origin, task_id=task_id, content=content, channel=env.channel), task_id))
+        return task_id
+
+    def delegate(self, env: ToolEnv, target: Agent, task: str) -> str:
+        """Hand ``task`` to ``target`` (a teammate of the same tenant) as a ``teammate:<task>`` dispatch that
+        carries the person, in the background, then announce the result into ``env``'s conversation."""
+        task_id = secrets.token_hex(6)
+        origin = env.context
+        dispatch = run_request_from_inbound(teammate_dispatch(origin, team_task_id=task_id, content=task,
+                                                              channel="delegate"))
+        target_context = context_for_run(dispatch, target.tenant_id, target.id, target.agent_key,
+                                         role=origin.role if dispatch.sender_id == origin_sender_of(origin) else None)
+        work = Inbound(target.tenant_id, target.agent_key, target_context, "delegate", f"delegate:{task_id}", task)
+        self._spawn(self._task_then_announce(env, work, lambda content: delegate_announce(
+            origin, task_id=task_id, content=content, channel=env.channel), task_id))
+        return task_id
+
+    async def _task_then_announce(self, env: ToolEnv, work: Inbound, announce: Callable[[str], InboundMessage],
+                                  task_id: str) -> None:
+        """Run the task in its own conversation, complete that session, then announce its reply as the
+        synthetic message ``announce`` makes (sender ``subagent:``/``delegate:``, the person in its metadata)."""
+        try:
+            result = await self(work)
+            await self.end_conversation(work)
+            content = result.text or "(no answer)"
+        except Exception as error:
+            logger.exception("runtime.task_failed", extra={"task_id": task_id})
+            content = f"task {task_id} failed: {error}"
+        message = announce(content)
+        run = run_request_from_inbound(message)
+        origin = env.context
+        # The role is the origin's only when the propagated person is the origin's actor (never from metadata).
+        role = origin.role if run.sender_id == origin_sender_of(origin) else None
+        context = context_for_run(run, env.agent.tenant_id, env.agent.id, env.agent.agent_key, role=role)
+        announced = Inbound(env.agent.tenant_id, env.agent.agent_key, context, env.channel, env.conversation,
+                            message.content)
+        reply = await self(announced)
+        if self.outbound is not None:
+            await self.outbound(announced, reply)
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception:
+                logger.exception("runtime.background_failed")
+
+        task = asyncio.get_running_loop().create_task(guarded())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def wait_idle(self) -> None:
+        """Until every background task (subagents, delegates, their announcements) has finished."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+
+def _tool_record(call: ToolCall, result: str) -> str:
+    """A tool call as stored in the session: name, arguments, result."""
+    arguments = " ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+    return f"{call.name}({arguments}) -> {result}"[:MESSAGE_MAX_LENGTH]
+

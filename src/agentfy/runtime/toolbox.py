@@ -1,0 +1,31 @@
+"""The tools every agent has, by name, and running one call.
+
+One table (:data:`TOOLS`): the model is told about exactly these, and a call to any other name is answered
+with the list of names, never run.  :func:`run_tool` turns a :class:`~agentfy.runtime.tools.ToolError` into the
+tool's answer (the model can correct itself); any other exception is a bug and propagates.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Final
+
+from agentfy.runtime.model import ToolCall
+from agentfy.runtime.tools import Tool, ToolEnv, ToolError
+from agentfy.runtime.tools.delegation import DELEGATE, SPAWN_SUBAGENT
+from agentfy.runtime.tools.files import READ_FILE, WRITE_FILE
+from agentfy.runtime.tools.records import CREATE_CRON, PUBLISH_SKILL, SEARCH_MEMORY
+
+TOOLS: Final = MappingProxyType({tool.spec.name: tool for tool in (
+    READ_FILE, WRITE_FILE, CREATE_CRON, PUBLISH_SKILL, SEARCH_MEMORY, SPAWN_SUBAGENT, DELEGATE)})
+
+
+async def run_tool(env: ToolEnv, call: ToolCall, tools: MappingProxyType[str, Tool] = TOOLS) -> str:
+    """The answer of one tool call: the tool's result, its :class:`ToolError`, or "unknown tool"."""
+    tool = tools.get(call.name)
+    if tool is None:
+        return f"error: there is no tool {call.name[:100]!r}; the tools are {', '.join(sorted(tools))}"
+    try:
+        return await tool.run(env, call.arguments)
+    except ToolError as error:
+        return f"error: {error}"

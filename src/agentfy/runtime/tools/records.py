@@ -1,0 +1,107 @@
+"""``create_cron``, ``publish_skill`` and ``search_memory``: the agent's rows in the store, by identity.
+
+* ``create_cron`` — asks :func:`~agentfy.permissions.policy.check_cron_permission` (a group member needs a
+  ``cron`` grant, or ``file_writer``, which it falls back to); the job runs in the SCOPE and is created by the
+  ACTOR (:func:`~agentfy.permissions.ownership.owner_for_new_row`: a person, never a group or a wrapper).
+* ``publish_skill`` — a skill changes what agents load, like a context file, so it asks
+  :func:`~agentfy.permissions.policy.check_context_file_permission`; the skill is owned by the ACTOR.
+* ``search_memory`` — reads the memory documents of the SCOPE only
+  (:func:`~agentfy.permissions.ownership.memory_scope`): a group's memory in the group, a person's in their
+  DM; no other scope is ever searched, so nothing needs a grant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Final
+
+from agentfy.identity import Scope
+from agentfy.permissions.ownership import NoActorError, memory_scope, owner_for_new_row
+from agentfy.permissions.policy import check_context_file_permission, check_cron_permission
+from agentfy.runtime.model import ToolSpec
+from agentfy.runtime.tools import Tool, ToolEnv, ToolError, argument, refusal, unexpected
+from agentfy.store.errors import ConflictError, InvalidInputError
+from agentfy.store.repos import cron, memory, skills
+
+SEARCH_RESULTS: Final = 5
+SNIPPET_LENGTH: Final = 200
+
+
+def _owner(env: ToolEnv, tool: str) -> str:
+    try:
+        return owner_for_new_row(env.context)
+    except NoActorError as error:
+        raise ToolError(f"{tool}: {error}") from None
+
+
+def _create_cron(env: ToolEnv, schedule: str, message: str) -> str:
+    decision = check_cron_permission(env.db, env.context, env.agent.id)
+    if not decision.allowed:
+        return refusal(decision)
+    owner = _owner(env, "create_cron")
+    try:
+        with env.db.transaction() as tx:
+            job = cron.create_cron_job(tx, Scope(env.agent.tenant_id), env.agent.id, created_by=owner,
+                                       schedule=schedule, user_id_scope=memory_scope(env.context) or "",
+                                       payload={"message": message})
+    except InvalidInputError as error:
+        raise ToolError(f"create_cron: {error}") from None
+    return f"scheduled {job.id} ({job.schedule}) for {owner}"
+
+
+async def create_cron(env: ToolEnv, arguments: Mapping[str, str]) -> str:
+    unexpected(arguments, "create_cron", ("schedule", "message"))
+    schedule = argument(arguments, "create_cron", "schedule", max_length=200)
+    message = argument(arguments, "create_cron", "message")
+    return await asyncio.to_thread(_create_cron, env, schedule, message)
+
+
+def _publish_skill(env: ToolEnv, name: str, content: str) -> str:
+    decision = check_context_file_permission(env.db, env.context, env.agent.id)
+    if not decision.allowed:
+        return refusal(decision)
+    owner = _owner(env, "publish_skill")
+    try:
+        with env.db.transaction() as tx:
+            skill = skills.create_skill(tx, Scope(env.agent.tenant_id), owner_id=owner, name=name, content=content)
+    except (InvalidInputError, ConflictError) as error:
+        raise ToolError(f"publish_skill: {error}") from None
+    return f"published skill {skill.name} ({skill.id}), owned by {owner}"
+
+
+async def publish_skill(env: ToolEnv, arguments: Mapping[str, str]) -> str:
+    unexpected(arguments, "publish_skill", ("name", "content"))
+    name = argument(arguments, "publish_skill", "name", max_length=200)
+    content = argument(arguments, "publish_skill", "content", max_length=skills.SKILL_CONTENT_MAX_LENGTH)
+    return await asyncio.to_thread(_publish_skill, env, name, content)
+
+
+def _search_memory(env: ToolEnv, query: str) -> str:
+    terms = [term for term in query.lower().split() if term]
+    with env.db.transaction(write=False) as tx:
+        documents = memory.list_memory_documents(tx, Scope(env.agent.tenant_id), env.agent.id,
+                                                 user_id=memory_scope(env.context) or "")
+    scored = sorted(((sum(doc.content.lower().count(t) + doc.path.lower().count(t) for t in terms), doc.path, doc)
+                     for doc in documents), key=lambda item: (-item[0], item[1]))
+    hits = [f"{doc.path}: {doc.content[:SNIPPET_LENGTH]}" for score, _, doc in scored[:SEARCH_RESULTS] if score]
+    return "\n".join(hits) if hits else f"no memory matches {query!r}"
+
+
+async def search_memory(env: ToolEnv, arguments: Mapping[str, str]) -> str:
+    unexpected(arguments, "search_memory", ("query",))
+    query = argument(arguments, "search_memory", "query", max_length=1_000)
+    return await asyncio.to_thread(_search_memory, env, query)
+
+
+CREATE_CRON: Final = Tool(ToolSpec("create_cron", "Schedule this agent to run a message on a cron schedule, in this "
+                                   "chat. In a group chat the sender needs the cron (or file_writer) grant.",
+                                   {"schedule": "a cron expression, e.g. '0 9 * * 1'",
+                                    "message": "what the agent is told at each run"}, ("schedule", "message")),
+                          create_cron)
+PUBLISH_SKILL: Final = Tool(ToolSpec("publish_skill", "Publish a named skill of the organization, owned by the "
+                                     "sender. In a group chat the sender needs the context_file (or file_writer) "
+                                     "grant.", {"name": "the skill's unique name", "content": "its instructions"},
+                                     ("name", "content")), publish_skill)
+SEARCH_MEMORY: Final = Tool(ToolSpec("search_memory", "Search this chat's long-term memory.",
+                                     {"query": "words to look for"}, ("query",)), search_memory)
