@@ -53,7 +53,8 @@ from agentfy.cutover.errors import (
     UnknownReferenceError,
 )
 from agentfy.cutover.references import ENTITY_TABLES, LEGACY_SHAPED, JsonColumn, References, discover
-from agentfy.ids import AGENTFY_WORDS_LEGACY, RENAMED_PREFIXES, RandomSource, format_id, is_canonical_id
+from agentfy.cutover.shapes import is_bare_uuid, is_nil_uuid, renamed, stays
+from agentfy.ids import RandomSource, format_id
 from agentfy.ids.registry import MODEL_BY_PREFIX
 from agentfy.store.db import now
 from agentfy.store.repos.credentials import CredentialCipher, CredentialDecryptionError
@@ -64,9 +65,6 @@ STEPS: Final = ("lock", "plan", "scan", "backup", "restore-check", "credentials"
                 "hops", "check", "commit")
 #: The platform organization of a fresh legacy database (its canonical ID is ``PLATFORM_ORG_ID``).
 PLATFORM_LEGACY_UUID: Final = "0193a5b0-7000-7000-8000-000000000001"
-#: The retired prefix of each current prefix that had one (``org`` -> ``organization``, …).
-RETIRED_PREFIX: Final = {new: old for old, new in RENAMED_PREFIXES.items()}
-_UUID_LENGTH: Final = 36
 MINTED: Final = "minted"
 FIXED: Final = "fixed"
 RENAMED: Final = "renamed"
@@ -147,24 +145,26 @@ def new_run_id() -> str:
 
 def translate(value: str, table: str, random: RandomSource | None = None) -> tuple[str, str] | None:
     """``(new ID, how)`` for a primary key of ``table`` that needs the cutover — ``how`` is ``"minted"`` (from a
-    UUID), ``"fixed"`` (the platform organization) or ``"renamed"`` (a retired prefix, the tail kept) — and
-    ``None`` for one that stays; :class:`IdConflictError` for a value that is neither (the cutover does not
-    guess)."""
+    UUID), ``"fixed"`` (the platform organization) or ``"renamed"`` (a retired prefix, the whole tail kept) —
+    and ``None`` for one that stays (:mod:`agentfy.cutover.shapes` is the rule); :class:`IdConflictError` for a
+    value that is neither (the cutover does not guess), the nil UUID included."""
     prefix = ENTITY_TABLES[table]
-    if len(value) == _UUID_LENGTH and LEGACY_SHAPED.fullmatch(value) and value[8] == "-":
+    if is_bare_uuid(value):
+        if is_nil_uuid(value):
+            raise IdConflictError(f"{table}.id holds the nil UUID {value!r}, which is never an identity (it marks "
+                                  "a caller bug): delete or fix that row, then run the cutover again")
         if table == "organizations" and value == PLATFORM_LEGACY_UUID:
             return PLATFORM_ORG_ID, FIXED
         return format_id(prefix, random), MINTED
-    retired = RETIRED_PREFIX.get(prefix)
-    if retired is not None and value.startswith(retired + "-"):
-        renamed = prefix + value[len(retired):]
-        if is_canonical_id(renamed, prefix):
-            return renamed, RENAMED
-    if is_canonical_id(value, prefix) or AGENTFY_WORDS_LEGACY.match(value, frozenset({prefix})):
+    new_id = renamed(value, prefix)
+    if new_id is not None:
+        return new_id, RENAMED
+    if stays(value, prefix):
         return None
     raise IdConflictError(f"{table}.id holds {value!r}, which is neither a canonical {prefix} ID nor a legacy ID "
-                          "the cutover translates (a bare lower-case UUID, or a retired prefix with a canonical "
-                          "tail); fix or remove that row, then run the cutover again")
+                          "the cutover translates (a bare lower-case UUID, or a retired prefix followed by a tail "
+                          "of two words and 12 characters or three words and 20); fix or remove that row, then "
+                          "run the cutover again")
 
 
 class _Run:
