@@ -247,14 +247,14 @@ def db_seed(database_url: DatabaseUrlOption = None) -> None:
     Refuses a database that still holds legacy IDs: run the cutover first, or the seed would create a second
     platform organization next to the legacy one instead of the one the cutover produces.
     """
-    from agentfy.cutover.detect import legacy_identities  # noqa: PLC0415
+    from agentfy.cutover.detect import has_legacy_identities, legacy_identities  # noqa: PLC0415
     from agentfy.identity import Scope  # noqa: PLC0415
     from agentfy.store.errors import ConflictError  # noqa: PLC0415
     from agentfy.store.repos import agents, api_keys, orgs, teams  # noqa: PLC0415
 
     db = _open_database(database_url)
     try:
-        legacy = legacy_identities(db)
+        legacy = legacy_identities(db) if has_legacy_identities(db) else {}
         if legacy:
             summary = ", ".join(f"{table}: {count}" for table, count in sorted(legacy.items()))
             err.print(f"[red]error:[/red] the database still holds legacy IDs ({summary}); run the ID cutover "
