@@ -24,7 +24,7 @@ from agentfy.cutover.shapes import RETIRED_PREFIX, stays
 from agentfy.ids import ID_SUFFIX_ALPHABET, NIL_UUID, format_id
 from agentfy.ids.words import ADJECTIVES, NOUNS, VERBS
 from agentfy.store.db import Database
-from tests.cutover.test_cutover_run import alone, cutover, entity_ids, execute, hops_of, scalar
+from tests.cutover.test_cutover_run import alone, cutover, entity_ids, execute, generate, hops_of, refused, scalar
 
 runner = CliRunner()
 ADJ = sorted(ADJECTIVES)
@@ -93,3 +93,48 @@ def test_a_three_word_organization_is_renamed_by_the_command(db: Database, db_ur
     assert not has_legacy_identities(db) and legacy_identities(db) == {}
     again = cutover(db, tmp_path, backup=tmp_path / "again")
     assert again.changed_identities == 0 and not (tmp_path / "again").exists()
+
+
+# -- the nil UUID -----------------------------------------------------------------------------------------------
+def test_nil_uuid_references_are_set_to_null_never_re_pointed(db: Database, tmp_path: Path) -> None:
+    manifest = generate(db)
+    tenant = manifest.platform_org_id
+    for table in ("traces", "spans", "usage_snapshots"):
+        execute(db, f"UPDATE {table} SET agent_id = :nil WHERE tenant_id = :org", {"nil": NIL_UUID, "org": tenant})
+    nil_rows = {table: scalar(db, f"SELECT count(*) FROM {table} WHERE agent_id = :nil", {"nil": NIL_UUID})
+                for table in ("traces", "spans", "usage_snapshots")}
+    execute(db, "UPDATE event_outbox SET source_id = :nil WHERE tenant_id = :org", {"nil": NIL_UUID, "org": tenant})
+    kept = scalar(db, "SELECT count(*) FROM event_outbox WHERE source_id = :nil", {"nil": NIL_UUID})
+    assert all(nil_rows.values()) and kept
+
+    report = cutover(db, tmp_path)
+
+    assert report.nil_cleared == {f"{table}.agent_id": count for table, count in nil_rows.items()}
+    assert report.nil_kept == {"event_outbox.source_id": kept}  # NOT NULL: left as it was, and reported
+    for table in nil_rows:
+        assert scalar(db, f"SELECT count(*) FROM {table} WHERE agent_id = :nil", {"nil": NIL_UUID}) == 0
+    assert scalar(db, "SELECT count(*) FROM event_outbox WHERE source_id = :nil", {"nil": NIL_UUID}) == kept
+    assert hops_of(db, [NIL_UUID]) == {}  # never an identity: no hop, nothing minted for it
+    assert scalar(db, "SELECT count(*) FROM id_migrations WHERE old_id = :nil", {"nil": NIL_UUID}) == 0
+
+
+def test_nil_uuid_references_alone_are_cleared_and_printed(db: Database, db_url: str, tmp_path: Path) -> None:
+    execute(db, "INSERT INTO usage_snapshots (tenant_id, agent_id, model, input_tokens, output_tokens, recorded_at) "
+                "VALUES (:nil, :nil, 'm', 1, 1, 'now')", {"nil": NIL_UUID})
+    alone(db)
+    result = runner.invoke(app, ["cutover", "run", "--database-url", db_url, "--backup", str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    assert "usage_snapshots.agent_id: 1 nil UUID(s) (no identity) set to NULL" in result.stdout
+    assert "usage_snapshots.tenant_id: 1 nil UUID(s)" in result.stdout
+    assert scalar(db, "SELECT count(*) FROM usage_snapshots WHERE agent_id IS NULL AND tenant_id IS NULL") == 1
+    again = cutover(db, tmp_path, backup=tmp_path / "again")
+    assert not again.changed_anything and not (tmp_path / "again").exists()
+
+
+def test_a_nil_uuid_primary_key_is_refused_and_nothing_changes(db: Database, tmp_path: Path) -> None:
+    manifest = generate(db)
+    execute(db, "INSERT INTO agents (id, tenant_id, agent_key, display_name, config, created_at, updated_at) "
+                "VALUES (:nil, :org, 'nil', 'Nil', '{}', 'now', 'now')",
+                {"nil": NIL_UUID, "org": manifest.platform_org_id})
+    execute(db, "UPDATE traces SET agent_id = :nil", {"nil": NIL_UUID})
+    refused(db, tmp_path, IdConflictError, r"agents\.id holds the nil UUID")

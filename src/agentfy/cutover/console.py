@@ -70,7 +70,10 @@ class RichProgress:
 
 def print_report(report: CutoverReport, console: Console) -> None:
     """What changed (or would), per table and column, and the outcome in one line at the end."""
-    if report.changed_identities == 0:
+    for name, count in sorted(report.nil_kept.items()):
+        console.print(f"note: {name} holds the nil UUID in {count:,} row(s); it is no identity and the column "
+                      "cannot be NULL, so they were left as they are", highlight=False, soft_wrap=True)
+    if not report.changed_anything:
         console.print("nothing to do: 0 identities changed (every ID is already canonical)", highlight=False)
         return
     table = Table(title=f"cutover {report.run_id}: rows {'that would change' if report.dry_run else 'changed'}")
@@ -82,6 +85,8 @@ def print_report(report: CutoverReport, console: Console) -> None:
     console.print(table)
     identities = ", ".join(f"{name} {count:,}" for name, count in sorted(report.identities.items()))
     console.print(f"identities: {identities}", highlight=False, soft_wrap=True)
+    for name, count in sorted(report.nil_cleared.items()):
+        console.print(f"{name}: {count:,} nil UUID(s) (no identity) set to NULL", highlight=False, soft_wrap=True)
     fixed = " (and the platform organization's fixed ID)" if report.fixed else ""
     console.print(f"{report.minted:,} minted from UUIDs{fixed}, {report.renamed:,} renamed (tail kept); "
                   f"{report.credentials:,} credentials encrypted again; signing epoch -> {report.signing_epoch}",

@@ -54,7 +54,7 @@ from agentfy.cutover.errors import (
 )
 from agentfy.cutover.references import ENTITY_TABLES, LEGACY_SHAPED, JsonColumn, References, discover
 from agentfy.cutover.shapes import is_bare_uuid, is_nil_uuid, renamed, stays
-from agentfy.ids import RandomSource, format_id
+from agentfy.ids import NIL_UUID, RandomSource, format_id
 from agentfy.ids.registry import MODEL_BY_PREFIX
 from agentfy.store.db import now
 from agentfy.store.repos.credentials import CredentialCipher, CredentialDecryptionError
@@ -133,10 +133,19 @@ class CutoverReport:
     seconds: dict[str, float] = field(default_factory=dict)
     #: table -> rows, as at the start (and, checked, at the end)
     row_counts: dict[str, int] = field(default_factory=dict)
+    #: ``table.column`` -> values that were the nil UUID (a caller bug's placeholder, never an identity) in a
+    #: reference without a foreign key: set to NULL, or, where the column cannot be NULL, left as they were
+    nil_cleared: dict[str, int] = field(default_factory=dict)
+    nil_kept: dict[str, int] = field(default_factory=dict)
 
     @property
     def changed_identities(self) -> int:
         return sum(self.identities.values())
+
+    @property
+    def changed_anything(self) -> bool:
+        """Whether the run rewrote (or would rewrite) any row: identities, or references alone."""
+        return self.changed_identities > 0 or any(self.changes.values()) or any(self.nil_cleared.values())
 
 
 def new_run_id() -> str:
@@ -229,12 +238,31 @@ class _Run:
             for (table, how), count in sorted(translated.items()):
                 self.report.identities[table] = self.report.identities.get(table, 0) + count
                 setattr(self.report, how, getattr(self.report, how) + count)
+            self._count_nil_references()
             self.credentials_to_reencrypt = int(engine.scalar(
                 f"SELECT count(*) FROM org_credentials AS c JOIN {MAP_TABLE} AS m ON m.old_id = c.org_id"))
             if self.credentials_to_reencrypt and self.options.cipher is None:
                 raise CutoverError(f"{self.credentials_to_reencrypt} credential(s) belong to organizations whose ID "
                                    "changes and must be encrypted again: give the credentials key "
                                    "($AGENTFY_CREDENTIALS_KEY or --credentials-key-file)")
+
+    def _count_nil_references(self) -> None:
+        """Count the nil UUIDs in references without a foreign key, one pass per table.  They are no
+        identity: never looked up in the mapping; the ``ids`` step sets them to NULL (as the telemetry
+        path treats a missing ID) where the column allows it, and the report lists them either way."""
+        assert self.references is not None
+        by_table: dict[str, list[str]] = {}
+        for column in self.references.id_columns:
+            if column.kind in ("soft reference", "declared"):
+                by_table.setdefault(column.table, []).append(column.column)
+        for table, names in by_table.items():
+            sums = ", ".join(f"coalesce(sum(CASE WHEN {quote(name)} = ? THEN 1 ELSE 0 END), 0)" for name in names)
+            found = self.engine.query(f"SELECT {sums} FROM {quote(table)}", (NIL_UUID,) * len(names))[0]
+            for name, count in zip(names, found, strict=True):
+                if int(count):
+                    nullable = metadata.tables[table].c[name].nullable
+                    target = self.report.nil_cleared if nullable else self.report.nil_kept
+                    target[f"{table}.{name}"] = int(count)
 
     def _resolve_collisions(self) -> None:
         """Mint again every minted ID that equals another new ID or an existing one; a renamed (or the
@@ -442,6 +470,10 @@ class _Run:
         total = sum(self.report.row_counts[c.table] for c in columns)
         with self.step("ids", "rewriting primary keys and references", total):
             self.engine.suspend_foreign_keys()
+            for name in self.report.nil_cleared:
+                table, column_name = name.split(".")
+                self.engine.execute(f"UPDATE {quote(table)} SET {quote(column_name)} = NULL "
+                                    f"WHERE {quote(column_name)} = ?", (NIL_UUID,))
             for column in columns:
                 self.report.changes[column.name] = self.engine.execute(
                     f"UPDATE {quote(column.table)} SET {quote(column.column)} = m.new_id FROM {MAP_TABLE} AS m "
@@ -606,7 +638,7 @@ def run_cutover(url: str, options: CutoverOptions | None = None, progress: Progr
     try:
         run.lock()
         run.plan()
-        if run.report.changed_identities == 0:
+        if run.report.changed_identities == 0 and not run.report.nil_cleared:
             engine.rollback()
             return run.report
         run.scan()
