@@ -33,6 +33,7 @@ from agentfy.ids.explain import IdExplanation
 from agentfy.ids.registry import UnknownPrefixError
 from agentfy.ids.validate import UnknownProductError
 from agentfy.store.db import DATABASE_URL_ENV, Database
+from agentfy.store.db import database_url as resolve_database_url
 from agentfy.store.errors import StoreError
 from agentfy.store.input_scan import scan_inputs
 from agentfy.store.migrate import current_revision, head_revision, upgrade
@@ -528,9 +529,13 @@ def cutover_run(
     from agentfy.cutover.run import CutoverOptions, run_cutover  # noqa: PLC0415
     from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher  # noqa: PLC0415
 
-    db = _open_database(database_url)
-    url, dialect = db.engine.url, db.dialect
-    db.dispose()
+    # Not a Database: opening one would set WAL on a SQLite file (and create its directory) before the
+    # cutover's own checks could refuse; the engine checks the schema revision itself, read-only.
+    try:
+        url = sa.engine.make_url(resolve_database_url(database_url))
+    except sa.exc.ArgumentError:
+        raise _fail_usage(f"{database_url!r} is not a database URL") from None
+    dialect = url.get_backend_name()
     cipher = None
     try:
         if credentials_key_file is not None:

@@ -206,6 +206,10 @@ class _Run:
                 raise CutoverRefusedError(f"the database has no table {', '.join(missing[:3])}"
                                           f"{' …' if len(missing) > 3 else ''}: it is not migrated; run "
                                           "`agentfy db upgrade` first")
+            current, head = self.engine.scalar("SELECT version_num FROM alembic_version"), _head_revision()
+            if current != head:
+                raise CutoverRefusedError(f"the database is at schema revision {current or '(none)'}, the newest is "
+                                          f"{head}: run `agentfy db upgrade` first")
             for table in tables:
                 self.report.row_counts[table] = self.engine.count(table)
                 self.progress.advance(1)
@@ -585,6 +589,15 @@ class _Run:
                 (table,)))
             if resolved != expected:
                 raise PostCheckError(f"{expected - resolved} hop(s) of {table} do not resolve to a {table} row")
+
+
+def _head_revision() -> str | None:
+    """The newest migration, read from the migration scripts (no database connection)."""
+    from alembic.script import ScriptDirectory  # noqa: PLC0415 - only the lock step needs Alembic
+
+    from agentfy.store.migrate import alembic_config  # noqa: PLC0415
+
+    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
 
 
 def _json_tokens(text: str) -> Iterable[str]:

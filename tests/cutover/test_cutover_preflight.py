@@ -1,0 +1,66 @@
+"""What the cutover checks before it writes anything, on SQLite and PostgreSQL: the command never changes the
+database before its checks pass (a dry run included), a wrong credentials key is found before the backup,
+and references that already dangle are reported as pre-existing, up front."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentfy.cli import app
+from agentfy.store.db import Database
+from tests.cutover.test_cutover_run import alone, execute, fingerprint, generate, scalar
+
+runner = CliRunner()
+
+
+def file_state(path: Path) -> tuple[str, list[str]]:
+    """The file's bytes (as a digest) and the files beside it: what "the file did not change" means."""
+    return hashlib.sha256(path.read_bytes()).hexdigest(), sorted(p.name for p in path.parent.iterdir())
+
+
+# -- the command changes nothing before its checks pass --------------------------------------------------------
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_refused_command_leaves_the_database_untouched(db: Database, db_url: str, tmp_path: Path,
+                                                         dry_run: bool) -> None:
+    """SQLite: a rollback-journal database stays one (the cutover needs WAL and says so instead of switching
+    it). Both engines: a database behind the migrations is refused without being migrated or written."""
+    generate(db)
+    command = ["cutover", "run", "--database-url", db_url, "--backup", str(tmp_path / "backups" / "b")]
+    command += ["--dry-run"] if dry_run else []
+    (tmp_path / "backups").mkdir()
+    if db.dialect == "sqlite":
+        path = Path(db.engine.url.database or "")
+        alone(db)
+        with sqlite3.connect(path) as connection:
+            connection.execute("PRAGMA journal_mode = DELETE")
+        before = file_state(path)
+        result = runner.invoke(app, command)
+        assert result.exit_code == 1, result.output
+        assert "journal mode 'delete'" in result.stderr and "WAL" in result.stderr
+        assert file_state(path) == before  # not switched to WAL, no -wal or -shm beside it
+        with sqlite3.connect(path) as connection:
+            assert connection.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+            connection.execute("PRAGMA journal_mode = WAL")
+    head = scalar(db, "SELECT version_num FROM alembic_version")
+    execute(db, "UPDATE alembic_version SET version_num = '0001'")
+    before_rows = fingerprint(db)
+    alone(db)
+    result = runner.invoke(app, command)
+    assert result.exit_code == 1, result.output
+    assert "schema revision 0001" in result.stderr and "agentfy db upgrade" in result.stderr
+    assert fingerprint(db) == before_rows
+    assert scalar(db, "SELECT version_num FROM alembic_version") == "0001"
+    assert list((tmp_path / "backups").iterdir()) == []
+    execute(db, "UPDATE alembic_version SET version_num = :head", {"head": head})
+
+
+def test_a_missing_sqlite_directory_is_not_created_by_the_command(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere" / "agentfy.db"
+    result = runner.invoke(app, ["cutover", "run", "--database-url", f"sqlite:///{path}", "--dry-run"])
+    assert result.exit_code == 1 and str(path) in result.stderr
+    assert not path.parent.exists()
