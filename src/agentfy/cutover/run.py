@@ -31,6 +31,7 @@ connection, so a failure or a kill at any step leaves the database exactly as it
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import tempfile
 import time
@@ -457,12 +458,10 @@ class _Run:
             if not mapping:
                 continue
             updates: list[tuple[str, Any]] = []
-            for key, text, document in documents:
-                rewritten = _rewrite(document, mapping)
-                if rewritten != document:
-                    compact = '": ' not in text and '", ' not in text
-                    separators = (",", ":") if compact else (", ", ": ")
-                    updates.append((key, json.dumps(rewritten, ensure_ascii=False, separators=separators)))
+            for key, text, _document in documents:
+                rewritten = rewrite_json_text(text, mapping)
+                if rewritten is not None:
+                    updates.append((key, rewritten))
             self.engine.update_by_key(column.table, page_key, column.column, updates)
             changed += len(updates)
         return changed
@@ -622,14 +621,29 @@ def _strings(node: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def _rewrite(node: Any, mapping: dict[str, str]) -> Any:
-    if isinstance(node, str):
-        return mapping.get(node, node)
-    if isinstance(node, dict):
-        return {mapping.get(key, key): _rewrite(value, mapping) for key, value in node.items()}
-    if isinstance(node, list):
-        return [_rewrite(item, mapping) for item in node]
-    return node
+#: A JSON string token (a key or a value).  Outside strings JSON has no ``"``, so in a valid document the
+#: matches, taken from the start, are exactly its string tokens.
+_JSON_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def rewrite_json_text(text: str, mapping: dict[str, str]) -> str | None:
+    """``text`` (a valid JSON document) with every string token — key or value — whose decoded value the
+    mapping translates replaced by the new ID, and every other byte kept (indentation, key order, ``\\u``
+    escapes); ``None`` if nothing is translated.  Re-serialising the parsed document instead would lose
+    the formatting and turn escapes into raw characters: the document would change beyond its IDs."""
+    pieces: list[str] = []
+    last = 0
+    for match in _JSON_STRING.finditer(text):
+        token = match.group()
+        value = json.loads(token) if "\\" in token else token[1:-1]
+        new_id = mapping.get(value)
+        if new_id is not None:
+            pieces += [text[last:match.start()], json.dumps(new_id)]
+            last = match.end()
+    if not pieces:
+        return None
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def _close(rows: Iterator[Any]) -> None:
