@@ -4,6 +4,7 @@ and references that already dangle are reported as pre-existing, up front."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import sqlite3
 from pathlib import Path
@@ -12,7 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from agentfy.cli import app
+from agentfy.cutover.errors import CutoverError
+from agentfy.cutover.run import CutoverOptions, NullProgress, run_cutover
 from agentfy.store.db import Database
+from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher
 from tests.cutover.test_cutover_run import alone, execute, fingerprint, generate, scalar
 
 runner = CliRunner()
@@ -64,3 +68,32 @@ def test_a_missing_sqlite_directory_is_not_created_by_the_command(tmp_path: Path
     result = runner.invoke(app, ["cutover", "run", "--database-url", f"sqlite:///{path}", "--dry-run"])
     assert result.exit_code == 1 and str(path) in result.stderr
     assert not path.parent.exists()
+
+
+# -- the credentials key, before the backup ---------------------------------------------------------------------
+def test_a_wrong_credentials_key_is_refused_before_the_backup(db: Database, db_url: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    generate(db)
+    before = fingerprint(db)
+    seen: list[str] = []
+
+    class Steps(NullProgress):
+        def start(self, step: str, description: str, total: int | None = None) -> None:
+            seen.append(step)
+
+    alone(db)
+    with pytest.raises(CutoverError, match="does not decrypt with its owner ID and the given key") as failed:
+        run_cutover(db.url, CutoverOptions(backup=tmp_path / "b", cipher=CredentialCipher(
+            CredentialCipher.generate_key())), Steps())
+    assert "nothing was backed up" in str(failed.value)
+    assert "backup" not in seen and seen[-1] == "plan"
+    assert not (tmp_path / "b").exists() and fingerprint(db) == before
+
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    key_file = tmp_path / "wrong.key"
+    key_file.write_text(base64.b64encode(CredentialCipher.generate_key()).decode("ascii"))
+    alone(db)
+    result = runner.invoke(app, ["cutover", "run", "--database-url", db_url, "--backup", str(tmp_path / "c"),
+                                 "--credentials-key-file", str(key_file)])
+    assert result.exit_code == 1 and "does not decrypt" in result.stderr
+    assert not (tmp_path / "c").exists() and fingerprint(db) == before

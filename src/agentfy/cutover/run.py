@@ -250,6 +250,23 @@ class _Run:
                 raise CutoverError(f"{self.credentials_to_reencrypt} credential(s) belong to organizations whose ID "
                                    "changes and must be encrypted again: give the credentials key "
                                    "($AGENTFY_CREDENTIALS_KEY or --credentials-key-file)")
+            if self.credentials_to_reencrypt:
+                self._verify_credentials_key()
+
+    def _verify_credentials_key(self) -> None:
+        """Decrypt one stored secret that will be encrypted again: a wrong key is found here, before the
+        backup and its restore check (minutes on a large database), not after them."""
+        cipher = self.options.cipher
+        assert cipher is not None
+        row = self.engine.query(f"SELECT c.id, c.org_id, c.nonce, c.ciphertext FROM org_credentials AS c JOIN "
+                                f"{MAP_TABLE} AS m ON m.old_id = c.org_id ORDER BY c.id LIMIT 1")
+        credential_id, owner, nonce, ciphertext = row[0]
+        try:
+            cipher.decrypt(str(owner), nonce, ciphertext)
+        except CredentialDecryptionError:
+            raise CutoverError(f"credential {credential_id} of organization {owner} does not decrypt with its owner "
+                               "ID and the given key: wrong key, or the row was altered; checked before the backup, "
+                               "nothing was backed up or changed") from None
 
     def _count_nil_references(self) -> None:
         """Count the nil UUIDs in references without a foreign key, one pass per table.  They are no
