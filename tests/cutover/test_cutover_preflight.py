@@ -13,11 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from agentfy.cli import app
-from agentfy.cutover.errors import CutoverError
+from agentfy.cutover.errors import CutoverError, CutoverRefusedError
 from agentfy.cutover.run import CutoverOptions, NullProgress, run_cutover
 from agentfy.store.db import Database
 from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher
-from tests.cutover.test_cutover_run import alone, execute, fingerprint, generate, scalar
+from tests.cutover.test_cutover_run import CIPHER, alone, execute, fingerprint, generate, scalar
 
 runner = CliRunner()
 
@@ -97,3 +97,33 @@ def test_a_wrong_credentials_key_is_refused_before_the_backup(db: Database, db_u
                                  "--credentials-key-file", str(key_file)])
     assert result.exit_code == 1 and "does not decrypt" in result.stderr
     assert not (tmp_path / "c").exists() and fingerprint(db) == before
+
+
+# -- references that already dangle -------------------------------------------------------------------------------
+def test_a_pre_existing_dangling_reference_is_refused_up_front(db: Database, tmp_path: Path) -> None:
+    generate(db)
+    missing = "9e9e9e9e-0000-4000-8000-000000000001"
+    insert = ("INSERT INTO org_members (id, org_id, user_id, role, created_at) VALUES "
+              f"('8d8d8d8d-0000-4000-8000-000000000002', '{missing}', (SELECT min(id) FROM users), 'owner', 'now')")
+    if db.dialect == "sqlite":  # a writer with foreign keys off (SQLite's default for a raw connection)
+        alone(db)
+        with sqlite3.connect(Path(db.engine.url.database or "")) as connection:
+            connection.execute(insert)
+    else:  # triggers off: what a restore with session_replication_role = replica can leave
+        with db.transaction() as tx:
+            tx.execute("SET LOCAL session_replication_role = replica")
+            tx.execute(insert)
+    before = fingerprint(db)
+    seen: list[str] = []
+
+    class Steps(NullProgress):
+        def start(self, step: str, description: str, total: int | None = None) -> None:
+            seen.append(step)
+
+    alone(db)
+    with pytest.raises(CutoverRefusedError) as refused:
+        run_cutover(db.url, CutoverOptions(backup=tmp_path / "b", cipher=CIPHER), Steps())
+    message = str(refused.value)
+    assert "already has foreign-key references that point at no row, from before the cutover" in message
+    assert f"org_members.org_id = '{missing}' (no organizations row)" in message
+    assert seen == ["lock"] and not (tmp_path / "b").exists() and fingerprint(db) == before

@@ -161,6 +161,11 @@ class CutoverEngine(ABC):
         """Stop checking foreign keys row by row until :meth:`check_foreign_keys`."""
 
     @abstractmethod
+    def dangling_foreign_keys(self) -> list[str]:
+        """Foreign-key references that point at no row, as found now (before any rewrite): at most a few,
+        each described as ``table.column = value (no referred-table row)``; empty when every one holds."""
+
+    @abstractmethod
     def check_foreign_keys(self) -> None:
         """Check every foreign key of every row again; :class:`PostCheckError` names a violation."""
 
@@ -298,6 +303,18 @@ class SqliteEngine(CutoverEngine):
     def suspend_foreign_keys(self) -> None:
         """Already off on this connection (see ``__init__``)."""
 
+    def dangling_foreign_keys(self) -> list[str]:
+        found: list[str] = []
+        for table, rowid, parent, fk_index in self.query("PRAGMA foreign_key_check")[:5]:
+            columns = [(str(c), str(r)) for _, _, _, c, r, *_ in self.query(
+                f"SELECT * FROM pragma_foreign_key_list({_sqlite_string(str(table))}) WHERE id = ?", (fk_index,))]
+            values = self.query(f"SELECT {', '.join(quote(c) for c, _ in columns)} FROM {quote(str(table))} "
+                                "WHERE rowid = ?", (rowid,))
+            shown = ", ".join(f"{table}.{c} = {v!r}" for (c, _), v in zip(columns, values[0] if values else (),
+                                                                            strict=False))
+            found.append(f"{shown or f'{table} row {rowid}'} (no {parent} row)")
+        return found
+
     def check_foreign_keys(self) -> None:
         violations = self.query("PRAGMA foreign_key_check")
         if violations:
@@ -357,6 +374,10 @@ class SqliteEngine(CutoverEngine):
                     source.close()
             except sqlite3.Error as error:
                 raise BackupError(f"the backup {path} cannot be restored: {error}") from None
+
+
+def _sqlite_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
 
 
 # -- PostgreSQL -----------------------------------------------------------------------------------------------
@@ -487,6 +508,31 @@ class PostgresEngine(CutoverEngine):
             "WHERE con.contype = 'f' AND con.connamespace = current_schema()::regnamespace ORDER BY 1, 2")]
         for table, name, _ in self._foreign_key_definitions:
             self.execute(f"ALTER TABLE {quote(table)} DROP CONSTRAINT {quote(name)}")
+
+    def dangling_foreign_keys(self) -> list[str]:
+        """One anti-join per foreign key (a constraint holds for committed rows unless triggers were disabled,
+        e.g. with ``session_replication_role = replica``, but that is exactly the case to find)."""
+        found: list[str] = []
+        constraints = self.query(
+            "SELECT cl.relname, rcl.relname, "
+            "array(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY AS k(n, i) JOIN pg_attribute AS a "
+            "ON a.attrelid = con.conrelid AND a.attnum = k.n ORDER BY k.i), "
+            "array(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY AS k(n, i) JOIN pg_attribute AS a "
+            "ON a.attrelid = con.confrelid AND a.attnum = k.n ORDER BY k.i) "
+            "FROM pg_constraint AS con JOIN pg_class AS cl ON cl.oid = con.conrelid "
+            "JOIN pg_class AS rcl ON rcl.oid = con.confrelid "
+            "WHERE con.contype = 'f' AND con.connamespace = current_schema()::regnamespace ORDER BY 1, 2")
+        for table, parent, columns, referred in constraints:
+            present = " AND ".join(f"c.{quote(str(c))} IS NOT NULL" for c in columns)
+            joined = " AND ".join(f"p.{quote(str(r))} = c.{quote(str(c))}" for c, r in zip(columns, referred,
+                                                                                           strict=True))
+            rows = self.query(f"SELECT {', '.join(f'c.{quote(str(c))}' for c in columns)} FROM {quote(str(table))} "
+                              f"AS c WHERE {present} AND NOT EXISTS (SELECT 1 FROM {quote(str(parent))} AS p "
+                              f"WHERE {joined}) LIMIT 1")
+            if rows:
+                shown = ", ".join(f"{table}.{c} = {v!r}" for c, v in zip(columns, rows[0], strict=True))
+                found.append(f"{shown} (no {parent} row)")
+        return found
 
     def check_foreign_keys(self) -> None:
         for table, name, definition in self._foreign_key_definitions:

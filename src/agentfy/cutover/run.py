@@ -215,6 +215,13 @@ class _Run:
                 self.report.row_counts[table] = self.engine.count(table)
                 self.progress.advance(1)
             self.references = discover(self.engine.foreign_keys())
+            dangling = self.engine.dangling_foreign_keys()
+            if dangling:
+                raise CutoverRefusedError(
+                    "the database already has foreign-key references that point at no row, from before the "
+                    f"cutover (it wrote nothing): {'; '.join(dangling)}. The cutover does not repair or delete "
+                    "them: fix or delete those rows (on SQLite, `PRAGMA foreign_key_check` lists them all), "
+                    "then run it again")
 
     # -- 2. plan ------------------------------------------------------------------------------------------
     def plan(self) -> None:
