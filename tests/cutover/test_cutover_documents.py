@@ -8,6 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentfy.cutover.hops import record_hops
 from agentfy.cutover.run import rewrite_json_text
 from agentfy.store.db import Database
 from tests.cutover.test_cutover_run import cutover, execute, generate, scalar
@@ -58,3 +59,35 @@ def test_documents_keep_their_formatting_and_escapes(db: Database, tmp_path: Pat
 
     new_agent = scalar(db, "SELECT new_id FROM id_migrations WHERE old_id = :old", {"old": agent})
     assert scalar(db, "SELECT config FROM agents WHERE id = :id", {"id": new_agent}) == config.replace(agent, new_agent)
+
+
+# -- old IDs written after an earlier cutover ---------------------------------------------------------------------
+def test_old_ids_written_after_a_cutover_are_rewritten_by_the_next_run(db: Database, tmp_path: Path) -> None:
+    manifest = generate(db, "mixed")
+    uuid_era = "7c0c1e2a-3d4f-4a5b-8c6d-7e8f9a0b1c2d"
+    prefixed_org = next(org for org, style in manifest.org_styles.items() if style == "prefixed")
+    with db.transaction() as tx:  # an earlier run's hop: UUID -> organization-… (renamed by the first run below)
+        record_hops(tx, [(uuid_era, prefixed_org, "Organization")], run_id="earlier")
+    first = cutover(db, tmp_path, backup=tmp_path / "first")
+    old_agent = next(a for a in manifest.identities["agents"] if len(a) == 36)
+    old_org = manifest.platform_org_id
+    new_agent, new_org, renamed_org = (scalar(db, "SELECT new_id FROM id_migrations WHERE old_id = :old",
+                                              {"old": old}) for old in (old_agent, old_org, prefixed_org))
+    # Written afterwards by something other than the API: old IDs in references and in a document.
+    execute(db, "UPDATE traces SET agent_id = :old", {"old": old_agent})
+    execute(db, "UPDATE event_outbox SET tenant_id = :old WHERE tenant_id = :new", {"old": old_org, "new": new_org})
+    execute(db, "UPDATE organizations SET settings = :doc WHERE id = :id",
+            {"doc": f'{{"partner": "{uuid_era}", "self": "{old_org}"}}', "id": new_org})
+    traces = scalar(db, "SELECT count(*) FROM traces")
+
+    second = cutover(db, tmp_path, backup=tmp_path / "second")
+
+    assert second.changed_identities == second.hops == 0 and first.changed_identities > 0
+    assert second.changes["traces.agent_id"] == traces
+    assert scalar(db, "SELECT count(*) FROM traces WHERE agent_id = :new", {"new": new_agent}) == traces
+    assert scalar(db, "SELECT count(*) FROM event_outbox WHERE tenant_id = :old", {"old": old_org}) == 0
+    assert scalar(db, "SELECT settings FROM organizations WHERE id = :id", {"id": new_org}) \
+        == f'{{"partner": "{renamed_org}", "self": "{new_org}"}}'  # two hops followed to the current ID
+    assert (tmp_path / "second").exists()  # a real rewrite: backed up first
+    third = cutover(db, tmp_path, backup=tmp_path / "third")
+    assert not third.changed_anything and not (tmp_path / "third").exists()

@@ -53,6 +53,7 @@ from agentfy.cutover.errors import (
     PostCheckError,
     UnknownReferenceError,
 )
+from agentfy.cutover.hops import MAX_HOPS
 from agentfy.cutover.references import ENTITY_TABLES, LEGACY_SHAPED, JsonColumn, References, discover
 from agentfy.cutover.shapes import is_bare_uuid, is_nil_uuid, renamed, stays
 from agentfy.ids import NIL_UUID, RandomSource, format_id
@@ -69,6 +70,8 @@ PLATFORM_LEGACY_UUID: Final = "0193a5b0-7000-7000-8000-000000000001"
 MINTED: Final = "minted"
 FIXED: Final = "fixed"
 RENAMED: Final = "renamed"
+#: ``how`` of a mapping row that an earlier run recorded (not an identity this run changes).
+EARLIER: Final = ""
 #: Attempts at minting a unique ID for one identity before giving up (a collision is ~1 in 2^60).
 MAX_MINT_ATTEMPTS: Final = 8
 
@@ -188,6 +191,7 @@ class _Run:
         self.references: References | None = None
         self.dangling_before: dict[str, int] = {}
         self.credentials_to_reencrypt = 0
+        self.earlier_hops = 0
         self.epoch_rows_added = 0
 
     @contextmanager
@@ -247,12 +251,14 @@ class _Run:
                                       "legacy ID must name one identity; resolve it by hand, then run the "
                                       "cutover again")
             self._resolve_collisions()  # (a re-minted ID stays "minted" in its table: the counts hold)
+            self._add_recorded_hops()
             for (table, how), count in sorted(translated.items()):
                 self.report.identities[table] = self.report.identities.get(table, 0) + count
                 setattr(self.report, how, getattr(self.report, how) + count)
             self._count_nil_references()
             self.credentials_to_reencrypt = int(engine.scalar(
-                f"SELECT count(*) FROM org_credentials AS c JOIN {MAP_TABLE} AS m ON m.old_id = c.org_id"))
+                f"SELECT count(*) FROM org_credentials AS c JOIN {MAP_TABLE} AS m ON m.old_id = c.org_id "
+                f"WHERE m.how <> '{EARLIER}'"))
             if self.credentials_to_reencrypt and self.options.cipher is None:
                 raise CutoverError(f"{self.credentials_to_reencrypt} credential(s) belong to organizations whose ID "
                                    "changes and must be encrypted again: give the credentials key "
@@ -266,7 +272,8 @@ class _Run:
         cipher = self.options.cipher
         assert cipher is not None
         row = self.engine.query(f"SELECT c.id, c.org_id, c.nonce, c.ciphertext FROM org_credentials AS c JOIN "
-                                f"{MAP_TABLE} AS m ON m.old_id = c.org_id ORDER BY c.id LIMIT 1")
+                                f"{MAP_TABLE} AS m ON m.old_id = c.org_id WHERE m.how <> '{EARLIER}' "
+                                "ORDER BY c.id LIMIT 1")
         credential_id, owner, nonce, ciphertext = row[0]
         try:
             cipher.decrypt(str(owner), nonce, ciphertext)
@@ -293,6 +300,46 @@ class _Run:
                     target = self.report.nil_cleared if nullable else self.report.nil_kept
                     target[f"{table}.{name}"] = int(count)
 
+    def _add_recorded_hops(self) -> None:
+        """Put every earlier run's hops into the mapping too (``how`` empty: not an identity of this run),
+        each pointing at the ID its identity has *now* — the recorded chain followed to its end, then this
+        run's own translation — so an old ID written after an earlier cutover (by anything but the API, which
+        refuses it) is rewritten wherever it is, like the identities this run changes.  A live primary key
+        that the record says was migrated already means the database is inconsistent: refused."""
+        engine = self.engine
+        clash = engine.query(f"SELECT m.old_id FROM {MAP_TABLE} AS m JOIN id_migrations AS h ON h.old_id = m.old_id "
+                             "LIMIT 1")
+        if clash:
+            raise IdConflictError(f"{clash[0][0]} is a live ID but the record already says it was migrated; the "
+                                  "database is inconsistent: restore the last backup")
+        self.earlier_hops = engine.execute(
+            f"INSERT INTO {MAP_TABLE} (old_id, new_id, entity, tbl, how) SELECT h.old_id, h.new_id, h.entity, "
+            f"'{EARLIER}', '{EARLIER}' FROM id_migrations AS h")
+        if not self.earlier_hops:
+            return
+        for _ in range(MAX_HOPS):
+            if not engine.execute(f"UPDATE {MAP_TABLE} SET new_id = h.new_id FROM id_migrations AS h WHERE "
+                                  f"{MAP_TABLE}.how = '{EARLIER}' AND h.old_id = {MAP_TABLE}.new_id"):
+                break
+        else:
+            raise IdConflictError(f"the recorded hops (id_migrations) loop or run longer than {MAX_HOPS} steps: "
+                                  "the record is corrupt; restore the last backup")
+        engine.execute(f"UPDATE {MAP_TABLE} SET new_id = m.new_id FROM {MAP_TABLE} AS m WHERE "
+                       f"{MAP_TABLE}.how = '{EARLIER}' AND m.old_id = {MAP_TABLE}.new_id AND m.how <> '{EARLIER}'")
+
+    def has_stale_references(self) -> bool:
+        """Whether a reference or a JSON document still holds an ID an earlier run changed (a primary key
+        cannot: :meth:`_add_recorded_hops` refuses that)."""
+        assert self.references is not None
+        if not self.earlier_hops:
+            return False
+        for column in self.references.id_columns:
+            if column.kind != "primary key" and self.engine.query(
+                    f"SELECT 1 FROM {quote(column.table)} AS t JOIN {MAP_TABLE} AS m "
+                    f"ON m.old_id = t.{quote(column.column)} LIMIT 1"):
+                return True
+        return any(self._translated_in(c.table, c.column, _json_tokens) for c in self.references.json_columns)
+
     def _resolve_collisions(self) -> None:
         """Mint again every minted ID that equals another new ID or an existing one; a renamed (or the
         platform's fixed) ID that does aborts: there is no other choice to make for it."""
@@ -316,7 +363,7 @@ class _Run:
             for table in ENTITY_TABLES:
                 for old_id, how, new_id in engine.query(  # driven by the table, probing the new_id index
                         f"SELECT m.old_id, m.how, m.new_id FROM {quote(table)} AS t JOIN {MAP_TABLE} AS m "
-                        "ON m.new_id = t.id WHERE m.tbl = ?", (table,)):
+                        f"ON m.new_id = t.id WHERE m.tbl = ? AND m.how <> '{EARLIER}'", (table,)):
                     if how != MINTED:
                         raise IdConflictError(f"{old_id} would become {new_id}, but {table} already has {new_id}; "
                                               "resolve the duplicate by hand, then run the cutover again")
@@ -521,14 +568,10 @@ class _Run:
     # -- 9. hops ------------------------------------------------------------------------------------------
     def hops(self) -> None:
         with self.step("hops", "recording one hop per changed identity", self.report.changed_identities):
-            clash = self.engine.query(f"SELECT m.old_id FROM {MAP_TABLE} AS m JOIN id_migrations AS h "
-                                      "ON h.old_id = m.old_id LIMIT 1")
-            if clash:
-                raise IdConflictError(f"{clash[0][0]} is a live ID but the record already says it was migrated; "
-                                      "the database is inconsistent: restore the last backup")
             self.report.hops = self.engine.execute(
                 "INSERT INTO id_migrations (old_id, new_id, entity, run_id, migrated_at) "
-                f"SELECT old_id, new_id, entity, ?, ? FROM {MAP_TABLE}", (self.report.run_id, now()))
+                f"SELECT old_id, new_id, entity, ?, ? FROM {MAP_TABLE} WHERE how <> '{EARLIER}'",
+                (self.report.run_id, now()))
             self.progress.advance(self.report.hops)
 
     # -- 10. checks ---------------------------------------------------------------------------------------
@@ -603,12 +646,13 @@ class _Run:
         # instead of 4 s at 100k organizations).
         unrecorded = int(self.engine.scalar(
             f"SELECT count(*) FROM {MAP_TABLE} AS m LEFT JOIN id_migrations AS h ON h.old_id = m.old_id "
-            "AND h.new_id = m.new_id WHERE h.old_id IS NULL AND m.how <> ''"))
+            f"AND h.new_id = m.new_id WHERE h.old_id IS NULL AND m.how <> '{EARLIER}'"))
         if unrecorded:
             raise PostCheckError(f"{unrecorded} changed identities have no recorded hop")
         for table, expected in self.report.identities.items():
             resolved = int(self.engine.scalar(  # driven by the table, probing the new_id index
-                f"SELECT count(*) FROM {quote(table)} AS t JOIN {MAP_TABLE} AS m ON m.new_id = t.id WHERE m.tbl = ?",
+                f"SELECT count(*) FROM {quote(table)} AS t JOIN {MAP_TABLE} AS m ON m.new_id = t.id WHERE m.tbl = ? "
+                f"AND m.how <> '{EARLIER}'",
                 (table,)))
             if resolved != expected:
                 raise PostCheckError(f"{expected - resolved} hop(s) of {table} do not resolve to a {table} row")
@@ -689,7 +733,7 @@ def run_cutover(url: str, options: CutoverOptions | None = None, progress: Progr
     try:
         run.lock()
         run.plan()
-        if run.report.changed_identities == 0 and not run.report.nil_cleared:
+        if run.report.changed_identities == 0 and not run.report.nil_cleared and not run.has_stale_references():
             engine.rollback()
             return run.report
         run.scan()
