@@ -557,6 +557,33 @@ def cutover_run(
     print_report(report, out)
 
 
+@cutover_app.command("unfence")
+def cutover_unfence(
+    database_url: DatabaseUrlOption = None,
+    timeout: Annotated[float, typer.Option(min=0.0, help="Seconds to wait for the cutover's session to end.")] = 5.0,
+) -> None:
+    """Let connections into a PostgreSQL database again after a cutover was killed (SIGKILL, power loss).
+
+    A running cutover refuses new connections to its database and lifts that when it ends, whatever the
+    outcome; only a kill leaves it in place. The next `cutover run` lifts it too. Refuses while the cutover
+    that set it is still running. Nothing to do on SQLite (its lock ends with the process).
+    """
+    from agentfy.cutover.errors import CutoverError  # noqa: PLC0415
+    from agentfy.cutover.fence import unfence  # noqa: PLC0415
+
+    url = resolve_database_url(database_url)
+    try:
+        lifted = unfence(url, timeout)
+    except CutoverError as error:
+        err.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    if lifted is None:
+        out.print("no fence: the database accepts connections", highlight=False)
+    else:
+        out.print(f"lifted the fence of a cutover that is gone ({lifted}): the database accepts connections again",
+                  highlight=False, soft_wrap=True)
+
+
 def _read_key_file(path: Path) -> bytes:
     import base64  # noqa: PLC0415
     import binascii  # noqa: PLC0415

@@ -27,6 +27,7 @@ so a regression fails instead of hanging.
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import signal
 import sqlite3
@@ -42,7 +43,9 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 from psycopg import sql as pg_sql
+from typer.testing import CliRunner
 
+from agentfy.cli import app
 from agentfy.cutover.engines import scratch_database_prefix, scratch_directory_prefix
 from agentfy.cutover.errors import BackupError, CutoverError, CutoverRefusedError
 from agentfy.cutover.legacy import PLATFORM_LEGACY_UUID, LegacyManifest, LegacyShape, generate_legacy_database
@@ -105,7 +108,25 @@ print(f"changed={report.changed_identities}")
 """
 
 
+runner = CliRunner()
+
+
 # -- helpers ----------------------------------------------------------------------------------------------------
+def accepts_connections(url: str) -> bool:
+    try:
+        psycopg.connect(libpq(url), connect_timeout=5).close()
+    except psycopg.OperationalError as error:
+        assert "is not currently accepting connections" in str(error), str(error)
+        return False
+    return True
+
+
+def fence_record(url: str) -> list[Any]:
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        return admin.execute("SELECT r.setconfig FROM pg_db_role_setting AS r JOIN pg_database AS d "
+                             "ON d.oid = r.setdatabase WHERE d.datname = %s", (database_name(url),)).fetchall()
+
+
 def is_sqlite(url: str) -> bool:
     return sa.engine.make_url(url).get_backend_name() == "sqlite"
 
@@ -339,6 +360,13 @@ def test_sigkill_at_any_step_leaves_the_starting_state(legacy: Legacy, backups: 
     assert "changed=" not in out
 
     wait_until_alone(legacy.url, timeout=30)  # the killed client's backend goes away on its own
+    if not legacy.sqlite and STEPS.index(step) > STEPS.index("lock"):
+        # Killed while new connections were refused: they stay refused until the fence is lifted (here by the
+        # documented command; a rerun lifts it too, see below).
+        assert not accepts_connections(legacy.url)
+        lifted = runner.invoke(app, ["cutover", "unfence", "--database-url", legacy.url])
+        assert lifted.exit_code == 0 and "lifted the fence" in lifted.stdout, lifted.output
+        assert accepts_connections(legacy.url)
     legacy.assert_unchanged()
     # A backup has its name only once it is complete (it is written as <name>.partial, then renamed).
     assert backup.exists() == (STEPS.index(step) > STEPS.index("backup"))
@@ -434,8 +462,7 @@ def test_a_second_cutover_is_refused_while_one_runs(legacy: Legacy, backups: Pat
         with pytest.raises(CutoverRefusedError) as refused:
             run_cutover(legacy.url, options(backups / "second.bak", lock_timeout_seconds=0.5))
         assert time.monotonic() - started < REFUSAL_SECONDS
-        expected = "is locked by another writer or another cutover" if legacy.sqlite else \
-            "the maintenance lock is held"
+        expected = "the maintenance lock of" if legacy.sqlite else "another cutover is running"
         assert expected in str(refused.value)
         assert not (backups / "second.bak").exists()
         (signals / "release").touch()
@@ -632,3 +659,57 @@ def test_an_unmigrated_database_is_refused(db_url: str, backups: Path, request: 
         url = databases.url(databases.create("agentfy_test_unmigrated"))
     with pytest.raises(CutoverError, match="agentfy db upgrade"):
         cutover(url, backups / "b.bak")
+
+
+# -- 7. writers are fenced for the whole run -------------------------------------------------------------------
+def test_writers_that_connect_during_the_run_are_kept_out(legacy: Legacy, backups: Path, tmp_path: Path) -> None:
+    """PostgreSQL: new connections are refused from the lock to the end (and the fence cannot be lifted from
+    outside while the run is alive); SQLite: the exclusive lock and the maintenance lock are held from the
+    start, so a writer times out and a starting agentfy process waits.  Afterwards both accept writers."""
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    child = spawn(legacy.url, "plan", "block", backups / "fenced.bak", signals)
+    try:
+        wait_for_file(signals / "reached", child)
+        if legacy.sqlite:
+            writer = sqlite3.connect(sqlite_file(legacy.url), timeout=0.3)
+            with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+                writer.execute("INSERT INTO platform_settings (name, value) VALUES ('late-writer', 'x')")
+            writer.close()
+            with sqlite_file(legacy.url).open("rb") as handle, pytest.raises(BlockingIOError):
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # agentfy's start-up would wait here
+        else:
+            assert not accepts_connections(legacy.url)
+            assert fence_record(legacy.url)
+            busy = runner.invoke(app, ["cutover", "unfence", "--database-url", legacy.url, "--timeout", "0.5"])
+            assert busy.exit_code == 1 and "another cutover is running" in busy.stderr
+        (signals / "release").touch()
+        out, err = finish(child)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=30)
+    assert child.returncode == 0, err
+    assert f"changed={legacy.identities}" in out
+    if not legacy.sqlite:
+        assert accepts_connections(legacy.url) and fence_record(legacy.url) == []
+    legacy.assert_cut_over()
+    assert platform_setting(legacy.url, "late-writer") is None
+
+
+@pytest.mark.slow
+def test_a_rerun_after_a_sigkill_lets_connections_in_again(legacy: Legacy, backups: Path, tmp_path: Path) -> None:
+    """Killed while connections were refused: the next run lifts the fence itself, runs, and leaves the
+    database accepting connections."""
+    child = spawn(legacy.url, "json", "kill", backups / "killed.bak", tmp_path)
+    finish(child)
+    assert child.returncode == -signal.SIGKILL
+    wait_until_alone(legacy.url, timeout=30)
+    if not legacy.sqlite:
+        assert not accepts_connections(legacy.url)
+    assert cutover(legacy.url, backups / "rerun.bak").changed_identities == legacy.identities
+    if not legacy.sqlite:
+        assert accepts_connections(legacy.url) and fence_record(legacy.url) == []
+    legacy.assert_cut_over()
+    nothing = runner.invoke(app, ["cutover", "unfence", "--database-url", legacy.url])
+    assert nothing.exit_code == 0 and "no fence" in nothing.stdout

@@ -20,9 +20,12 @@ the state the transaction started from.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import fcntl
 import hashlib
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import tempfile
@@ -30,7 +33,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 import psycopg
 import sqlalchemy as sa
@@ -38,15 +41,17 @@ from psycopg import errors as pg_errors
 from psycopg import sql as pg_sql
 
 from agentfy.cutover.errors import BackupError, CutoverRefusedError, PostCheckError
+from agentfy.cutover.fence import APPLICATION_NAME, ConnectionFence
 from agentfy.cutover.references import LEGACY_SHAPED_GLOBS, LEGACY_SHAPED_PG
+from agentfy.store.migrate import MAINTENANCE_LOCK_KEY
 
-#: The maintenance lock every maintenance job takes (PostgreSQL advisory lock key): "agentfy\0".
-MAINTENANCE_LOCK_KEY: Final = int.from_bytes(b"agentfy\x00", "big") & 0x7FFF_FFFF_FFFF_FFFF
 MAP_TABLE: Final = "cutover_map"
 #: Where the mapping table's rows wait, unkeyed, for :meth:`CutoverEngine.seal_map` (SQLite).
 _MAP_LOAD_TABLE: Final = "cutover_map_load"
 #: Values per ``IN (…)`` list on SQLite (its limit on host parameters is 32,766; pages are smaller).
 _SQLITE_IN_CHUNK: Final = 500
+#: prctl(2) option: the signal a child gets when its parent dies.
+_PR_SET_PDEATHSIG: Final = 1
 
 Checksums = dict[str, tuple[int, str]]
 #: ``(bytes or rows done, total or None)`` while a backup or restore runs.
@@ -225,6 +230,7 @@ class SqliteEngine(CutoverEngine):
         if not path or path == ":memory:" or not Path(path).exists():
             raise CutoverRefusedError(f"no SQLite database at {path!r}: the cutover needs an existing database file")
         self.path = Path(path)
+        self._maintenance: BinaryIO | None = None
         self.connection = sqlite3.connect(path, isolation_level=None, timeout=timeout_seconds,
                                           check_same_thread=False)
         try:
@@ -240,19 +246,41 @@ class SqliteEngine(CutoverEngine):
             raise CutoverRefusedError(f"{path} is not a usable SQLite database: {error}") from None
 
     def lock(self, timeout_seconds: float) -> None:
+        """The maintenance lock (the ``flock`` agentfy's start-up and migrations take: a server or worker
+        starting meanwhile waits, then starts on the committed state), then the exclusive write lock, both
+        before anything is read and both held to the end: no other writer gets in during the run."""
+        self._maintenance = open(self.path, "rb")  # noqa: SIM115 - held until close()
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            try:
+                fcntl.flock(self._maintenance, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise CutoverRefusedError(
+                        f"the maintenance lock of {self.path} is held (waited {timeout_seconds:g} s): another cutover, "
+                        "or a migration or start-up of agentfy, is running; wait for it to finish") from None
+                time.sleep(0.05)
         try:
-            # Asked, not set: setting it would change the file even in a dry run.  Every database agentfy
-            # has opened is in WAL already (agentfy.store.db.create_engine).
-            mode = self.connection.execute("PRAGMA journal_mode").fetchone()[0]
-            if mode != "wal":
-                raise CutoverRefusedError(
-                    f"{self.path} is in journal mode {mode!r}; the cutover needs WAL (its backup reads while the "
-                    "cutover holds the write lock): run `agentfy db upgrade`, which sets it, then try again")
             self.connection.execute("BEGIN EXCLUSIVE")
         except sqlite3.DatabaseError as error:
             raise CutoverRefusedError(
                 f"{self.path} is locked by another writer or another cutover (waited {timeout_seconds:g} s: "
                 f"{error}); stop the server and workers, then run the cutover again") from None
+        # Asked, not set: setting it would change the file even in a dry run.  Every database agentfy has
+        # opened is in WAL already (agentfy.store.db.create_engine).
+        mode = self.connection.execute("PRAGMA journal_mode").fetchone()[0]
+        if mode != "wal":
+            raise CutoverRefusedError(
+                f"{self.path} is in journal mode {mode!r}; the cutover needs WAL (its backup reads while the "
+                "cutover holds the write lock): run `agentfy db upgrade`, which sets it, then try again")
+
+    def close(self) -> None:
+        super().close()
+        if self._maintenance is not None:
+            with contextlib.suppress(OSError):
+                self._maintenance.close()  # releases the flock
+            self._maintenance = None
 
     def table_names(self) -> set[str]:
         return {str(name) for (name,) in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -396,13 +424,22 @@ class PostgresEngine(CutoverEngine):
     def __init__(self, url: sa.URL, timeout_seconds: float) -> None:
         self.url = url
         self.uri, self.env = _libpq(url)
+        self.fence = ConnectionFence(url, timeout_seconds)
         try:
+            #: A fence left by a killed run (recorded on the server), lifted before connecting.
+            self.lifted_fence = self.fence.lift_stale()
             self.connection = psycopg.connect(self.uri, password=url.password, autocommit=False,
-                                              application_name="agentfy-cutover",
+                                              application_name=APPLICATION_NAME,
                                               connect_timeout=max(1, int(timeout_seconds)))
         except psycopg.Error as error:
+            self.fence.close()
             raise CutoverRefusedError(f"cannot connect to {url.render_as_string(hide_password=True)}: "
                                       f"{str(error).strip()}") from None
+        except BaseException:
+            self.fence.close()
+            raise
+        #: Sessions that connected while the gate was open for ``pg_dump``, disconnected before any write.
+        self.evicted = 0
         self._foreign_key_definitions: list[tuple[str, str, str]] = []
         self._snapshot: str | None = None
         self._cursors = 0
@@ -410,17 +447,21 @@ class PostgresEngine(CutoverEngine):
     def _sql(self, statement: str) -> str:
         return statement.replace("?", "%s")
 
+    def close(self) -> None:
+        """Close the connection, then lift what the run held beyond its transaction (the fence)."""
+        super().close()
+        self.fence.close()
+
     def lock(self, timeout_seconds: float) -> None:
         self.execute(f"SET LOCAL lock_timeout = '{int(timeout_seconds * 1000)}ms'")
         if not self.scalar("SELECT pg_try_advisory_xact_lock(?)", (MAINTENANCE_LOCK_KEY,)):
             raise CutoverRefusedError("the maintenance lock is held: another cutover or maintenance job is running "
                                       "on this database; wait for it to finish")
+        # From here to the end of the run no new session may connect (see agentfy.cutover.fence).
+        self.fence.raise_fence(self.connection.info.backend_pid, os.urandom(4).hex())
         deadline = time.monotonic() + timeout_seconds
         while True:  # a session that has just closed lingers in pg_stat_activity for a moment
-            others = self.query(
-                "SELECT pid, coalesce(application_name, ''), coalesce(state, ''), "
-                "coalesce(host(client_addr), 'local') FROM pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid() AND backend_type = 'client backend' ORDER BY pid")
+            others = self.fence.others({self.connection.info.backend_pid})
             if not others or time.monotonic() >= deadline:
                 break
             time.sleep(0.1)
@@ -559,41 +600,77 @@ class PostgresEngine(CutoverEngine):
             sums[table] = (int(count), str(digest))
         return sums
 
-    def _run(self, command: list[str], what: str) -> None:
+    def _start(self, command: list[str], what: str, env: dict[str, str]) -> subprocess.Popen[str]:
         executable = shutil.which(command[0])
         if executable is None:
             raise BackupError(f"{command[0]} is not installed: the cutover needs it for {what} (Debian: "
                               "apt-get install postgresql-client)")
-        done = subprocess.run([executable, *command[1:]], env=self.env, capture_output=True, text=True,  # noqa: S603
-                              check=False)
-        if done.returncode != 0:
-            raise BackupError(f"{what} failed ({command[0]} exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+        return subprocess.Popen([executable, *command[1:]], env=env, stdout=subprocess.PIPE,  # noqa: S603
+                                stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)  # noqa: PLW1509
+
+    @staticmethod
+    def _finish(process: subprocess.Popen[str], command: str, what: str) -> None:
+        """Wait for ``process``; killed (and reaped) if the wait is interrupted, a signal included."""
+        try:
+            _, stderr = process.communicate()
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+        if process.returncode != 0:
+            raise BackupError(f"{what} failed ({command} exit {process.returncode}): {stderr.strip()[-2000:]}")
+
+    def _run(self, command: list[str], what: str) -> None:
+        self._finish(self._start(command, what, self.env), command[0], what)
 
     def backup(self, path: Path, progress: CopyProgress) -> None:
+        """``pg_dump`` of this transaction's snapshot.  It must connect to the fenced database, so the gate
+        opens until its session is there and closes again; anyone else who connected meanwhile is
+        disconnected once the dump is done (the table locks kept them from writing)."""
         _check_backup_directory(path)
         if self._snapshot is None:
             raise BackupError("no exported snapshot: lock() must run first")
         partial = _partial(path)
         partial.unlink(missing_ok=True)
         progress(0, None)
-        self._run(["pg_dump", "--format=custom", f"--snapshot={self._snapshot}", f"--file={partial}",
-                   f"--dbname={self.uri}"], f"the backup (pg_dump) to {path}")
+        what = f"the backup (pg_dump) to {path}"
+        application = f"{APPLICATION_NAME}-dump-{os.urandom(3).hex()}"
+        self.fence.open_gate()
+        try:
+            process = self._start(["pg_dump", "--format=custom", f"--snapshot={self._snapshot}", f"--file={partial}",
+                                   f"--dbname={self.uri}"], what, {**self.env, "PGAPPNAME": application})
+            try:
+                deadline = time.monotonic() + 30
+                while process.poll() is None and time.monotonic() < deadline and not any(
+                        app == application for _, app, _, _ in self.fence.others(set())):
+                    time.sleep(0.02)
+            finally:
+                self.fence.close_gate()
+        except BaseException:
+            self.fence.close_gate()
+            raise
+        self._finish(process, "pg_dump", what)
+        self.evicted += self.fence.evict({self.connection.info.backend_pid})
         partial.replace(path)
         progress(path.stat().st_size, path.stat().st_size)
 
-    def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
-        # Named after the database being cut over: a scratch copy with that prefix is ours (we hold its
-        # maintenance lock), left by a run killed during its check, and safe to drop.
+    def sweep_scratch(self) -> list[str]:
+        """Drop the scratch databases earlier restore checks of this database left (killed runs): named
+        after it, and ours to drop, since this run holds its maintenance lock."""
         prefix = scratch_database_prefix(str(self.url.database))
-        scratch_name = prefix + os.urandom(4).hex()
-        admin_uri = self.uri
+        stale = [str(name) for (name,) in self.fence.admin.execute(
+            "SELECT datname FROM pg_database WHERE starts_with(datname, %s)", (prefix,)).fetchall()]
+        for name in stale:
+            self.fence.admin.execute(pg_sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                pg_sql.Identifier(name)))
+        return stale
+
+    def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
+        admin = self.fence.admin  # on the maintenance database: the target refuses new connections
+        scratch_name = scratch_database_prefix(str(self.url.database)) + os.urandom(4).hex()
         try:
-            with psycopg.connect(admin_uri, password=self.url.password, autocommit=True) as admin:
-                for (stale,) in admin.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s)",
-                                              (prefix,)).fetchall():
-                    admin.execute(pg_sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                        pg_sql.Identifier(stale)))
-                admin.execute(pg_sql.SQL("CREATE DATABASE {}").format(pg_sql.Identifier(scratch_name)))
+            self.sweep_scratch()
+            admin.execute(pg_sql.SQL("CREATE DATABASE {}").format(pg_sql.Identifier(scratch_name)))
         except psycopg.Error as error:
             raise BackupError(f"cannot create the scratch database to restore the backup into: "
                               f"{str(error).strip()}") from None
@@ -614,10 +691,16 @@ class PostgresEngine(CutoverEngine):
         except psycopg.Error as error:
             raise BackupError(f"the restored backup cannot be read: {str(error).strip()}") from None
         finally:
-            with contextlib.suppress(psycopg.Error), \
-                    psycopg.connect(admin_uri, password=self.url.password, autocommit=True) as admin:
+            with contextlib.suppress(psycopg.Error):
                 admin.execute(pg_sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
                     pg_sql.Identifier(scratch_name)))
+
+
+def _die_with_parent() -> None:
+    """In a child, before exec: ask Linux to SIGKILL it when the cutover dies, however it dies (a SIGKILL
+    cannot be caught, so the cutover could not stop ``pg_dump`` or ``pg_restore`` itself)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def open_engine(url: str, timeout_seconds: float) -> CutoverEngine:
