@@ -33,6 +33,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -71,7 +72,7 @@ MISMATCHED_TABLE = "session_messages"
 #: the first progress update inside ``step``) or blocks it at the start of ``step`` (``block``: writes the file
 #: ``reached``, then waits for the file ``release``).
 CHILD = r"""
-import os, signal, sys, time
+import os, signal, sys, threading, time
 from pathlib import Path
 
 from agentfy.cutover.run import CutoverOptions, NullProgress, run_cutover
@@ -82,6 +83,7 @@ url, step, mode, backup, key, reached, release = sys.argv[1:8]
 
 class Interrupting(NullProgress):
     current = None
+    armed = False
 
     def start(self, name, description, total=None):
         self.current = name
@@ -100,6 +102,13 @@ class Interrupting(NullProgress):
     def update(self, completed, total):
         if mode == "kill-inside" and self.current == step:
             os.kill(os.getpid(), signal.SIGKILL)
+        if mode in ("term-later", "kill-later") and self.current == step and not self.armed:
+            self.armed = True
+            # while the restore (pg_restore, or SQLite's copy) runs
+            number = signal.SIGTERM if mode == "term-later" else signal.SIGKILL
+            threading.Timer(0.15, os.kill, (os.getpid(), number)).start()
+            if url.startswith("sqlite"):  # its copy is done in milliseconds: be inside it when the signal comes
+                time.sleep(5)
 
 
 options = CutoverOptions(backup=Path(backup), cipher=CredentialCipher(bytes.fromhex(key)), lock_timeout_seconds=5)
@@ -219,6 +228,28 @@ def wait_until_alone(url: str, timeout: float = 15.0) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"sessions still connected to {database_name(url)} after {timeout} s: {sessions}")
         time.sleep(0.05)
+
+
+def scratch_directories(url: str) -> list[Path]:
+    """The scratch directories of runs on the database at ``url`` (beside a SQLite file, in the temporary
+    directory for PostgreSQL)."""
+    if is_sqlite(url):
+        return sorted(sqlite_file(url).parent.glob(scratch_directory_prefix(str(sqlite_file(url).resolve())) + "*"))
+    identity = sa.engine.make_url(url).set(drivername="postgresql").render_as_string(hide_password=True)
+    return sorted(Path(tempfile.gettempdir()).glob(scratch_directory_prefix(identity) + "*"))
+
+
+def processes_naming(text: str) -> list[int]:
+    """Processes whose command line contains ``text`` (a pg_dump or pg_restore of a given backup)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
 
 
 def scratch_databases(url: str) -> set[str]:
@@ -371,11 +402,9 @@ def test_sigkill_at_any_step_leaves_the_starting_state(legacy: Legacy, backups: 
     # A backup has its name only once it is complete (it is written as <name>.partial, then renamed).
     assert backup.exists() == (STEPS.index(step) > STEPS.index("backup"))
     if legacy.sqlite:
-        # What a kill may leave: the backup, its .partial, or the restore check's scratch directory beside it.
+        # What a kill may leave beside the backup: the backup, or its .partial (scratch goes elsewhere).
         leftovers = {path.name for path in backups.iterdir()}
-        scratch = scratch_directory_prefix(backup)
-        assert all(name in {"killed.bak", "killed.bak.partial"} or name.startswith(scratch)
-                   for name in leftovers), leftovers
+        assert leftovers <= {"killed.bak", "killed.bak.partial"}, leftovers
     else:
         leaked = scratch_databases(legacy.url)
         if inside and step == "restore-check":
@@ -389,6 +418,7 @@ def test_sigkill_at_any_step_leaves_the_starting_state(legacy: Legacy, backups: 
     assert run.changed_identities == legacy.identities
     legacy.assert_cut_over()
     assert {path.name for path in backups.iterdir()} == {"killed.bak"}
+    assert scratch_directories(legacy.url) == []
     if not legacy.sqlite:
         assert scratch_databases(legacy.url) == set()
     assert cutover(legacy.url, backups / "again.bak").changed_identities == 0
@@ -713,3 +743,33 @@ def test_a_rerun_after_a_sigkill_lets_connections_in_again(legacy: Legacy, backu
     legacy.assert_cut_over()
     nothing = runner.invoke(app, ["cutover", "unfence", "--database-url", legacy.url])
     assert nothing.exit_code == 0 and "no fence" in nothing.stdout
+
+
+# -- 8. signals and children --------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["term-later", "kill-later"])
+def test_a_signal_during_the_restore_check_leaves_no_child_and_no_scratch(legacy: Legacy, backups: Path,
+                                                                         tmp_path: Path, mode: str) -> None:
+    """SIGTERM: the run rolls back, kills pg_restore, drops its scratch and lifts the fence before exiting.
+    SIGKILL: pg_restore dies with it (it was started to), and the next run sweeps the scratch it left."""
+    backup = backups / "signalled.bak"
+    child = spawn(legacy.url, "restore-check", mode, backup, tmp_path)
+    out, err = finish(child)
+    assert "changed=" not in out
+    deadline = time.monotonic() + 10
+    while processes_naming(str(backup)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_naming(str(backup)) == [], "a pg_dump or pg_restore outlived the cutover"
+    wait_until_alone(legacy.url, timeout=30)
+    if mode == "term-later":
+        assert child.returncode == 1 and "stopped by SIGTERM" in err, err
+        assert scratch_directories(legacy.url) == []
+        if not legacy.sqlite:
+            assert accepts_connections(legacy.url) and scratch_databases(legacy.url) == set()
+    else:
+        assert child.returncode == -signal.SIGKILL
+    run = cutover(legacy.url, backups / "next.bak")  # sweeps what a kill left, lifts a fence
+    assert run.changed_identities == legacy.identities
+    assert scratch_directories(legacy.url) == []
+    if not legacy.sqlite:
+        assert scratch_databases(legacy.url) == set() and accepts_connections(legacy.url)

@@ -186,6 +186,23 @@ class CutoverEngine(ABC):
     def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
         """Restore ``path`` into a scratch database, and the checksums of its tables."""
 
+    @abstractmethod
+    def scratch_parent(self) -> Path:
+        """Where this database's scratch directories go (each named with :func:`scratch_directory_prefix`)."""
+
+    @abstractmethod
+    def identity(self) -> str:
+        """What names this database in scratch names."""
+
+    def sweep_scratch(self) -> list[str]:
+        """Remove what killed runs on this database left (the caller holds the maintenance lock, so no
+        other run is using them): scratch directories, and on PostgreSQL scratch databases."""
+        prefix = scratch_directory_prefix(self.identity())
+        stale = sorted(self.scratch_parent().glob(prefix + "*"))
+        for path in stale:
+            shutil.rmtree(path, ignore_errors=True)
+        return [str(path) for path in stale]
+
     def commit(self) -> None:
         self.connection.commit() if self.dialect == "postgresql" else self.execute("COMMIT")
 
@@ -210,9 +227,10 @@ def scratch_database_prefix(database: str) -> str:
     return f"agentfy_cutover_check_{hashlib.sha256(database.encode()).hexdigest()[:10]}_"
 
 
-def scratch_directory_prefix(backup: Path) -> str:
-    """The name prefix of the scratch directories (beside the backup) a SQLite restore check creates."""
-    return f".{backup.name}.restore-check-"
+def scratch_directory_prefix(database: str) -> str:
+    """The name prefix of a run's scratch directory (a dry run's backup, SQLite's restored copy), named
+    after the database so the next run on it finds what a killed run left."""
+    return f".agentfy-cutover-scratch-{hashlib.sha256(database.encode()).hexdigest()[:10]}-"
 
 
 def _check_backup_directory(path: Path) -> None:
@@ -311,6 +329,13 @@ class SqliteEngine(CutoverEngine):
             self.execute(f"DROP TABLE {_MAP_LOAD_TABLE}")
         return None
 
+    def identity(self) -> str:
+        return str(self.path.resolve())
+
+    def scratch_parent(self) -> Path:
+        """Beside the database: the restored copy is as big as the database, so it goes to the same disk."""
+        return self.path.parent
+
     def page_key(self, key: str) -> str:
         """``rowid``: reading in the table's own order is sequential, where the primary key's index order
         fetches each row from a random page (the JSON step took 102 s at 100k organizations that way)."""
@@ -380,10 +405,8 @@ class SqliteEngine(CutoverEngine):
         partial.replace(path)
 
     def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
-        prefix = scratch_directory_prefix(path)
-        for stale in path.parent.glob(prefix + "*"):  # left by a run that was killed during its check
-            shutil.rmtree(stale, ignore_errors=True)
-        with tempfile.TemporaryDirectory(prefix=prefix, dir=path.parent) as scratch_dir:
+        prefix = scratch_directory_prefix(self.identity())
+        with tempfile.TemporaryDirectory(prefix=prefix, dir=self.scratch_parent()) as scratch_dir:
             scratch_path = Path(scratch_dir) / "restored.db"
             try:
                 source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -654,22 +677,27 @@ class PostgresEngine(CutoverEngine):
         partial.replace(path)
         progress(path.stat().st_size, path.stat().st_size)
 
+    def identity(self) -> str:
+        return self.url.render_as_string(hide_password=True)
+
+    def scratch_parent(self) -> Path:
+        return Path(tempfile.gettempdir())
+
     def sweep_scratch(self) -> list[str]:
-        """Drop the scratch databases earlier restore checks of this database left (killed runs): named
-        after it, and ours to drop, since this run holds its maintenance lock."""
+        """Also drop the scratch databases earlier restore checks of this database left (killed runs):
+        named after it, and ours to drop, since this run holds its maintenance lock."""
         prefix = scratch_database_prefix(str(self.url.database))
         stale = [str(name) for (name,) in self.fence.admin.execute(
             "SELECT datname FROM pg_database WHERE starts_with(datname, %s)", (prefix,)).fetchall()]
         for name in stale:
             self.fence.admin.execute(pg_sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
                 pg_sql.Identifier(name)))
-        return stale
+        return [*super().sweep_scratch(), *stale]
 
     def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
         admin = self.fence.admin  # on the maintenance database: the target refuses new connections
         scratch_name = scratch_database_prefix(str(self.url.database)) + os.urandom(4).hex()
         try:
-            self.sweep_scratch()
             admin.execute(pg_sql.SQL("CREATE DATABASE {}").format(pg_sql.Identifier(scratch_name)))
         except psycopg.Error as error:
             raise BackupError(f"cannot create the scratch database to restore the backup into: "

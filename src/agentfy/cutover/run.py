@@ -33,7 +33,10 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import shutil
+import signal
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -44,7 +47,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from agentfy.cutover.engines import MAP_TABLE, CutoverEngine, keyset_pages, open_engine, quote
+from agentfy.cutover.engines import (
+    MAP_TABLE,
+    CutoverEngine,
+    keyset_pages,
+    open_engine,
+    quote,
+    scratch_directory_prefix,
+)
 from agentfy.cutover.errors import (
     BackupError,
     CutoverError,
@@ -141,6 +151,8 @@ class CutoverReport:
     #: reference without a foreign key: set to NULL, or, where the column cannot be NULL, left as they were
     nil_cleared: dict[str, int] = field(default_factory=dict)
     nil_kept: dict[str, int] = field(default_factory=dict)
+    #: scratch directories and databases killed runs had left, removed at the start
+    swept: list[str] = field(default_factory=list)
 
     @property
     def changed_identities(self) -> int:
@@ -206,6 +218,7 @@ class _Run:
         tables = [table.name for table in metadata.sorted_tables]
         with self.step("lock", "taking the maintenance lock", len(tables)):
             self.engine.lock(self.options.lock_timeout_seconds)
+            self.report.swept = self.engine.sweep_scratch()
             missing = sorted(set(tables) - self.engine.table_names())
             if missing:
                 raise CutoverRefusedError(f"the database has no table {', '.join(missing[:3])}"
@@ -720,16 +733,45 @@ def _close(rows: Iterator[Any]) -> None:
         close()
 
 
+class CutoverInterruptedError(CutoverError):
+    """SIGTERM or SIGHUP arrived: the run stopped, rolled back and cleaned up like any failure."""
+
+
+@contextmanager
+def _signals_end_the_run() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into an exception for the duration (main thread only), so that every exit
+    path — a signal included — rolls back, lifts the fence, kills ``pg_dump``/``pg_restore`` and removes
+    scratch copies.  (SIGINT already raises ``KeyboardInterrupt``; SIGKILL cannot be caught: children die
+    with the process, and the next run sweeps the scratch and lifts the fence.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(number: int, _frame: object) -> None:
+        raise CutoverInterruptedError(f"stopped by {signal.Signals(number).name}; rolled back")
+
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def run_cutover(url: str, options: CutoverOptions | None = None, progress: Progress | None = None) -> CutoverReport:
     """Cut the database at ``url`` over to canonical IDs (see the module's steps); the report says what
     changed.  Raises a :class:`~agentfy.cutover.errors.CutoverError` after rolling back on any failure."""
     options = options or CutoverOptions()
     if not options.dry_run and options.backup is None:
         raise CutoverError("a backup path is required: the cutover backs up the starting state before it writes")
-    progress = progress or NullProgress()
+    with _signals_end_the_run():
+        return _run_cutover(url, options, progress or NullProgress())
+
+
+def _run_cutover(url: str, options: CutoverOptions, progress: Progress) -> CutoverReport:
     engine = open_engine(url, options.lock_timeout_seconds)
     run = _Run(engine, options, progress)
-    scratch: tempfile.TemporaryDirectory[str] | None = None
+    scratch: Path | None = None
     try:
         run.lock()
         run.plan()
@@ -739,8 +781,9 @@ def run_cutover(url: str, options: CutoverOptions | None = None, progress: Progr
         run.scan()
         backup_path = options.backup
         if backup_path is None:
-            scratch = tempfile.TemporaryDirectory(prefix="agentfy-cutover-dry-run-")
-            backup_path = Path(scratch.name) / "backup"
+            scratch = Path(tempfile.mkdtemp(prefix=scratch_directory_prefix(engine.identity()),
+                                            dir=engine.scratch_parent()))
+            backup_path = scratch / "backup"
         run.backup(Path(backup_path))
         run.credentials()
         run.json_documents()
@@ -763,4 +806,4 @@ def run_cutover(url: str, options: CutoverOptions | None = None, progress: Progr
     finally:
         engine.close()
         if scratch is not None:
-            scratch.cleanup()
+            shutil.rmtree(scratch, ignore_errors=True)
