@@ -516,6 +516,8 @@ def cutover_run(
              "an organization whose ID changes has credentials.")] = None,
     lock_timeout: Annotated[float, typer.Option(
         min=0.0, help="Seconds to wait for other writers' locks before refusing.")] = 5.0,
+    progress_interval: Annotated[float, typer.Option(
+        min=0.0, help="When stderr is not a terminal: seconds between progress lines.")] = 5.0,
 ) -> None:
     """Rewrite every legacy ID and every reference to it, in one transaction.
 
@@ -524,7 +526,7 @@ def cutover_run(
     backup into a scratch database and compares it table by table before it writes anything. Running it
     again changes nothing.
     """
-    from agentfy.cutover.console import RichProgress, print_report  # noqa: PLC0415
+    from agentfy.cutover.console import LineProgress, RichProgress, print_report  # noqa: PLC0415
     from agentfy.cutover.errors import CutoverError  # noqa: PLC0415
     from agentfy.cutover.run import CutoverOptions, run_cutover  # noqa: PLC0415
     from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher  # noqa: PLC0415
@@ -548,7 +550,8 @@ def cutover_run(
         backup = _default_backup_path(url, dialect)
     options = CutoverOptions(dry_run=dry_run, backup=backup, cipher=cipher, lock_timeout_seconds=lock_timeout)
     try:
-        with RichProgress(err) as progress:
+        lines = LineProgress(lambda line: err.print(line, highlight=False, soft_wrap=True), progress_interval)
+        with RichProgress(err) if err.is_terminal else lines as progress:
             report = run_cutover(url.render_as_string(hide_password=False), options, progress)
     except CutoverError as error:
         err.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
