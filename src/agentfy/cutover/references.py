@@ -6,7 +6,7 @@ telemetry), this module declares the rest (actor and scope columns, the outbox's
 documents), and everything else that holds text is scanned before the rewrite: a translated ID found in a
 column nobody declared aborts the cutover instead of being left behind as a dangling reference.
 
-Three kinds of column are left alone on purpose, as the seed says: history (the audit log and the recorded
+Three kinds of column are left alone on purpose, as the ID format's rules say: history (the audit log and the recorded
 hops keep the IDs they recorded), and opaque user content (what people and models wrote; an ID in a
 message is a quotation, not a reference).
 """

@@ -1,7 +1,6 @@
 """``agentfy cutover run``: every legacy identity to its canonical ID, in one verified transaction.
 
-The seed ("Agentfy: the cutover") and issue 7 are the contract; ``docs/cutover.md`` is the operator's
-guide.  The run is a fixed sequence of steps (:data:`STEPS`), all inside one transaction on one
+``docs/cutover.md`` is the operator's guide and states the contract.  The run is a fixed sequence of steps (:data:`STEPS`), all inside one transaction on one
 connection, so a failure or a kill at any step leaves the database exactly as it was:
 
 1. ``lock`` — become the only writer (see :mod:`agentfy.cutover.engines`); count every table's rows.
