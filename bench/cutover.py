@@ -57,7 +57,8 @@ import agentfy.cutover
 from agentfy.cutover.engines import open_engine, quote
 from agentfy.cutover.legacy import LegacyShape, generate_legacy_database
 from agentfy.cutover.references import ENTITY_TABLES, References, discover
-from agentfy.cutover.run import RETIRED_PREFIX, CutoverOptions, run_cutover
+from agentfy.cutover.run import CutoverOptions, run_cutover
+from agentfy.cutover.shapes import RETIRED_PREFIX
 from agentfy.store.db import Database
 from agentfy.store.migrate import upgrade
 from agentfy.store.repos.credentials import CredentialCipher

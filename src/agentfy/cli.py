@@ -339,14 +339,14 @@ def db_seed(database_url: DatabaseUrlOption = None) -> None:
     Refuses a database that still holds legacy IDs: run the cutover first, or the seed would create a second
     platform organization next to the legacy one instead of the one the cutover produces.
     """
-    from agentfy.cutover.detect import legacy_identities  # noqa: PLC0415
+    from agentfy.cutover.detect import has_legacy_identities, legacy_identities  # noqa: PLC0415
     from agentfy.identity import Scope  # noqa: PLC0415
     from agentfy.store.errors import ConflictError  # noqa: PLC0415
     from agentfy.store.repos import agents, api_keys, orgs, teams  # noqa: PLC0415
 
     db = _open_database(database_url)
     try:
-        legacy = legacy_identities(db)
+        legacy = legacy_identities(db) if has_legacy_identities(db) else {}
         if legacy:
             summary = ", ".join(f"{table}: {count}" for table, count in sorted(legacy.items()))
             err.print(f"[red]error:[/red] the database still holds legacy IDs ({summary}); run the ID cutover "
@@ -603,10 +603,12 @@ def cutover_run(
                                          "./<database>-pre-cutover-<time>.dump for PostgreSQL).")] = None,
     credentials_key_file: Annotated[Path | None, typer.Option(
         "--credentials-key-file", exists=True, dir_okay=False,
-        help="The credentials key (base64 of 32 bytes) if $AGENTFY_CREDENTIALS_KEY is not set; needed when "
-             "an organization whose ID changes has credentials.")] = None,
+        help="The file holding the credentials key (base64 of 32 bytes) [setting credentials_key_file; "
+             "$AGENTFY_CREDENTIALS_KEY wins]; needed when an organization whose ID changes has credentials.")] = None,
     lock_timeout: Annotated[float, typer.Option(
         min=0.0, help="Seconds to wait for other writers' locks before refusing.")] = 5.0,
+    progress_interval: Annotated[float, typer.Option(
+        min=0.0, help="When stderr is not a terminal: seconds between progress lines.")] = 5.0,
 ) -> None:
     """Rewrite every legacy ID and every reference to it, in one transaction.
 
@@ -615,33 +617,71 @@ def cutover_run(
     backup into a scratch database and compares it table by table before it writes anything. Running it
     again changes nothing.
     """
-    from agentfy.cutover.console import RichProgress, print_report  # noqa: PLC0415
+    from agentfy.cutover.console import LineProgress, RichProgress, print_report  # noqa: PLC0415
     from agentfy.cutover.errors import CutoverError  # noqa: PLC0415
     from agentfy.cutover.run import CutoverOptions, run_cutover  # noqa: PLC0415
-    from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher  # noqa: PLC0415
+    from agentfy.settings import default_key_file  # noqa: PLC0415
+    from agentfy.store.repos.credentials import CredentialCipher, decode_key  # noqa: PLC0415
 
-    db = _open_database(database_url)
-    url, dialect = db.engine.url, db.dialect
-    db.dispose()
+    settings = _settings(database_url=database_url, credentials_key_file=credentials_key_file)
+    # Not a Database: opening one would set WAL on a SQLite file (and create its directory) before the
+    # cutover's own checks could refuse; the engine checks the schema revision itself, read-only.
+    try:
+        url = sa.engine.make_url(settings.database_url)
+    except sa.exc.ArgumentError:
+        raise _fail_usage(f"{settings.database_url!r} is not a database URL") from None
+    dialect = url.get_backend_name()
+    # The key is read, never created: a new key could decrypt nothing.
+    key_file = settings.credentials_key_file or (
+        default_key_file(settings.database_url, "credentials") if dialect == "sqlite" else None)
     cipher = None
     try:
-        if credentials_key_file is not None:
-            cipher = CredentialCipher(_read_key_file(credentials_key_file))
-        elif os.environ.get(KEY_ENV):
-            cipher = CredentialCipher.from_env()
+        if settings.credentials_key is not None:
+            cipher = CredentialCipher(decode_key(settings.credentials_key.get_secret_value(),
+                                                 "the credentials_key setting ($AGENTFY_CREDENTIALS_KEY)"))
+        elif key_file is not None and (settings.credentials_key_file is not None or key_file.exists()):
+            cipher = CredentialCipher(_read_key_file(key_file))
     except (StoreError, ValueError) as error:
         raise _fail_usage(str(error)) from None
     if backup is None and not dry_run:
         backup = _default_backup_path(url, dialect)
     options = CutoverOptions(dry_run=dry_run, backup=backup, cipher=cipher, lock_timeout_seconds=lock_timeout)
     try:
-        with RichProgress(err) as progress:
+        lines = LineProgress(lambda line: err.print(line, highlight=False, soft_wrap=True), progress_interval)
+        with RichProgress(err) if err.is_terminal else lines as progress:
             report = run_cutover(url.render_as_string(hide_password=False), options, progress)
     except CutoverError as error:
         err.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
         err.print("rolled back: the database is as it was", highlight=False)
         raise typer.Exit(1) from None
     print_report(report, out)
+
+
+@cutover_app.command("unfence")
+def cutover_unfence(
+    database_url: DatabaseUrlOption = None,
+    timeout: Annotated[float, typer.Option(min=0.0, help="Seconds to wait for the cutover's session to end.")] = 5.0,
+) -> None:
+    """Let connections into a PostgreSQL database again after a cutover was killed (SIGKILL, power loss).
+
+    A running cutover refuses new connections to its database and lifts that when it ends, whatever the
+    outcome; only a kill leaves it in place. The next `cutover run` lifts it too. Refuses while the cutover
+    that set it is still running. Nothing to do on SQLite (its lock ends with the process).
+    """
+    from agentfy.cutover.errors import CutoverError  # noqa: PLC0415
+    from agentfy.cutover.fence import unfence  # noqa: PLC0415
+
+    url = _settings(database_url=database_url).database_url
+    try:
+        lifted = unfence(url, timeout)
+    except CutoverError as error:
+        err.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    if lifted is None:
+        out.print("no fence: the database accepts connections", highlight=False)
+    else:
+        out.print(f"lifted the fence of a cutover that is gone ({lifted}): the database accepts connections again",
+                  highlight=False, soft_wrap=True)
 
 
 def _read_key_file(path: Path) -> bytes:

@@ -27,11 +27,13 @@ so a regression fails instead of hanging.
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -42,7 +44,9 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 from psycopg import sql as pg_sql
+from typer.testing import CliRunner
 
+from agentfy.cli import app
 from agentfy.cutover.engines import scratch_database_prefix, scratch_directory_prefix
 from agentfy.cutover.errors import BackupError, CutoverError, CutoverRefusedError
 from agentfy.cutover.legacy import PLATFORM_LEGACY_UUID, LegacyManifest, LegacyShape, generate_legacy_database
@@ -68,7 +72,7 @@ MISMATCHED_TABLE = "session_messages"
 #: the first progress update inside ``step``) or blocks it at the start of ``step`` (``block``: writes the file
 #: ``reached``, then waits for the file ``release``).
 CHILD = r"""
-import os, signal, sys, time
+import os, signal, sys, threading, time
 from pathlib import Path
 
 from agentfy.cutover.run import CutoverOptions, NullProgress, run_cutover
@@ -79,6 +83,7 @@ url, step, mode, backup, key, reached, release = sys.argv[1:8]
 
 class Interrupting(NullProgress):
     current = None
+    armed = False
 
     def start(self, name, description, total=None):
         self.current = name
@@ -97,6 +102,13 @@ class Interrupting(NullProgress):
     def update(self, completed, total):
         if mode == "kill-inside" and self.current == step:
             os.kill(os.getpid(), signal.SIGKILL)
+        if mode in ("term-later", "kill-later") and self.current == step and not self.armed:
+            self.armed = True
+            # while the restore (pg_restore, or SQLite's copy) runs
+            number = signal.SIGTERM if mode == "term-later" else signal.SIGKILL
+            threading.Timer(0.15, os.kill, (os.getpid(), number)).start()
+            if url.startswith("sqlite"):  # its copy is done in milliseconds: be inside it when the signal comes
+                time.sleep(5)
 
 
 options = CutoverOptions(backup=Path(backup), cipher=CredentialCipher(bytes.fromhex(key)), lock_timeout_seconds=5)
@@ -105,7 +117,25 @@ print(f"changed={report.changed_identities}")
 """
 
 
+runner = CliRunner()
+
+
 # -- helpers ----------------------------------------------------------------------------------------------------
+def accepts_connections(url: str) -> bool:
+    try:
+        psycopg.connect(libpq(url), connect_timeout=5).close()
+    except psycopg.OperationalError as error:
+        assert "is not currently accepting connections" in str(error), str(error)
+        return False
+    return True
+
+
+def fence_record(url: str) -> list[Any]:
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        return admin.execute("SELECT r.setconfig FROM pg_db_role_setting AS r JOIN pg_database AS d "
+                             "ON d.oid = r.setdatabase WHERE d.datname = %s", (database_name(url),)).fetchall()
+
+
 def is_sqlite(url: str) -> bool:
     return sa.engine.make_url(url).get_backend_name() == "sqlite"
 
@@ -198,6 +228,28 @@ def wait_until_alone(url: str, timeout: float = 15.0) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"sessions still connected to {database_name(url)} after {timeout} s: {sessions}")
         time.sleep(0.05)
+
+
+def scratch_directories(url: str) -> list[Path]:
+    """The scratch directories of runs on the database at ``url`` (beside a SQLite file, in the temporary
+    directory for PostgreSQL)."""
+    if is_sqlite(url):
+        return sorted(sqlite_file(url).parent.glob(scratch_directory_prefix(str(sqlite_file(url).resolve())) + "*"))
+    identity = sa.engine.make_url(url).set(drivername="postgresql").render_as_string(hide_password=True)
+    return sorted(Path(tempfile.gettempdir()).glob(scratch_directory_prefix(identity) + "*"))
+
+
+def processes_naming(text: str) -> list[int]:
+    """Processes whose command line contains ``text`` (a pg_dump or pg_restore of a given backup)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
 
 
 def scratch_databases(url: str) -> set[str]:
@@ -339,15 +391,20 @@ def test_sigkill_at_any_step_leaves_the_starting_state(legacy: Legacy, backups: 
     assert "changed=" not in out
 
     wait_until_alone(legacy.url, timeout=30)  # the killed client's backend goes away on its own
+    if not legacy.sqlite and STEPS.index(step) > STEPS.index("lock"):
+        # Killed while new connections were refused: they stay refused until the fence is lifted (here by the
+        # documented command; a rerun lifts it too, see below).
+        assert not accepts_connections(legacy.url)
+        lifted = runner.invoke(app, ["cutover", "unfence", "--database-url", legacy.url])
+        assert lifted.exit_code == 0 and "lifted the fence" in lifted.stdout, lifted.output
+        assert accepts_connections(legacy.url)
     legacy.assert_unchanged()
     # A backup has its name only once it is complete (it is written as <name>.partial, then renamed).
     assert backup.exists() == (STEPS.index(step) > STEPS.index("backup"))
     if legacy.sqlite:
-        # What a kill may leave: the backup, its .partial, or the restore check's scratch directory beside it.
+        # What a kill may leave beside the backup: the backup, or its .partial (scratch goes elsewhere).
         leftovers = {path.name for path in backups.iterdir()}
-        scratch = scratch_directory_prefix(backup)
-        assert all(name in {"killed.bak", "killed.bak.partial"} or name.startswith(scratch)
-                   for name in leftovers), leftovers
+        assert leftovers <= {"killed.bak", "killed.bak.partial"}, leftovers
     else:
         leaked = scratch_databases(legacy.url)
         if inside and step == "restore-check":
@@ -361,6 +418,7 @@ def test_sigkill_at_any_step_leaves_the_starting_state(legacy: Legacy, backups: 
     assert run.changed_identities == legacy.identities
     legacy.assert_cut_over()
     assert {path.name for path in backups.iterdir()} == {"killed.bak"}
+    assert scratch_directories(legacy.url) == []
     if not legacy.sqlite:
         assert scratch_databases(legacy.url) == set()
     assert cutover(legacy.url, backups / "again.bak").changed_identities == 0
@@ -434,8 +492,7 @@ def test_a_second_cutover_is_refused_while_one_runs(legacy: Legacy, backups: Pat
         with pytest.raises(CutoverRefusedError) as refused:
             run_cutover(legacy.url, options(backups / "second.bak", lock_timeout_seconds=0.5))
         assert time.monotonic() - started < REFUSAL_SECONDS
-        expected = "is locked by another writer or another cutover" if legacy.sqlite else \
-            "the maintenance lock is held"
+        expected = "the maintenance lock of" if legacy.sqlite else "another cutover is running"
         assert expected in str(refused.value)
         assert not (backups / "second.bak").exists()
         (signals / "release").touch()
@@ -632,3 +689,87 @@ def test_an_unmigrated_database_is_refused(db_url: str, backups: Path, request: 
         url = databases.url(databases.create("agentfy_test_unmigrated"))
     with pytest.raises(CutoverError, match="agentfy db upgrade"):
         cutover(url, backups / "b.bak")
+
+
+# -- 7. writers are fenced for the whole run -------------------------------------------------------------------
+def test_writers_that_connect_during_the_run_are_kept_out(legacy: Legacy, backups: Path, tmp_path: Path) -> None:
+    """PostgreSQL: new connections are refused from the lock to the end (and the fence cannot be lifted from
+    outside while the run is alive); SQLite: the exclusive lock and the maintenance lock are held from the
+    start, so a writer times out and a starting agentfy process waits.  Afterwards both accept writers."""
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    child = spawn(legacy.url, "plan", "block", backups / "fenced.bak", signals)
+    try:
+        wait_for_file(signals / "reached", child)
+        if legacy.sqlite:
+            writer = sqlite3.connect(sqlite_file(legacy.url), timeout=0.3)
+            with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+                writer.execute("INSERT INTO platform_settings (name, value) VALUES ('late-writer', 'x')")
+            writer.close()
+            with sqlite_file(legacy.url).open("rb") as handle, pytest.raises(BlockingIOError):
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # agentfy's start-up would wait here
+        else:
+            assert not accepts_connections(legacy.url)
+            assert fence_record(legacy.url)
+            busy = runner.invoke(app, ["cutover", "unfence", "--database-url", legacy.url, "--timeout", "0.5"])
+            assert busy.exit_code == 1 and "another cutover is running" in busy.stderr
+        (signals / "release").touch()
+        out, err = finish(child)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=30)
+    assert child.returncode == 0, err
+    assert f"changed={legacy.identities}" in out
+    if not legacy.sqlite:
+        assert accepts_connections(legacy.url) and fence_record(legacy.url) == []
+    legacy.assert_cut_over()
+    assert platform_setting(legacy.url, "late-writer") is None
+
+
+@pytest.mark.slow
+def test_a_rerun_after_a_sigkill_lets_connections_in_again(legacy: Legacy, backups: Path, tmp_path: Path) -> None:
+    """Killed while connections were refused: the next run lifts the fence itself, runs, and leaves the
+    database accepting connections."""
+    child = spawn(legacy.url, "json", "kill", backups / "killed.bak", tmp_path)
+    finish(child)
+    assert child.returncode == -signal.SIGKILL
+    wait_until_alone(legacy.url, timeout=30)
+    if not legacy.sqlite:
+        assert not accepts_connections(legacy.url)
+    assert cutover(legacy.url, backups / "rerun.bak").changed_identities == legacy.identities
+    if not legacy.sqlite:
+        assert accepts_connections(legacy.url) and fence_record(legacy.url) == []
+    legacy.assert_cut_over()
+    nothing = runner.invoke(app, ["cutover", "unfence", "--database-url", legacy.url])
+    assert nothing.exit_code == 0 and "no fence" in nothing.stdout
+
+
+# -- 8. signals and children --------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["term-later", "kill-later"])
+def test_a_signal_during_the_restore_check_leaves_no_child_and_no_scratch(legacy: Legacy, backups: Path,
+                                                                         tmp_path: Path, mode: str) -> None:
+    """SIGTERM: the run rolls back, kills pg_restore, drops its scratch and lifts the fence before exiting.
+    SIGKILL: pg_restore dies with it (it was started to), and the next run sweeps the scratch it left."""
+    backup = backups / "signalled.bak"
+    child = spawn(legacy.url, "restore-check", mode, backup, tmp_path)
+    out, err = finish(child)
+    assert "changed=" not in out
+    deadline = time.monotonic() + 10
+    while processes_naming(str(backup)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_naming(str(backup)) == [], "a pg_dump or pg_restore outlived the cutover"
+    wait_until_alone(legacy.url, timeout=30)
+    if mode == "term-later":
+        assert child.returncode == 1 and "stopped by SIGTERM" in err, err
+        assert scratch_directories(legacy.url) == []
+        if not legacy.sqlite:
+            assert accepts_connections(legacy.url) and scratch_databases(legacy.url) == set()
+    else:
+        assert child.returncode == -signal.SIGKILL
+    run = cutover(legacy.url, backups / "next.bak")  # sweeps what a kill left, lifts a fence
+    assert run.changed_identities == legacy.identities
+    assert scratch_directories(legacy.url) == []
+    if not legacy.sqlite:
+        assert scratch_databases(legacy.url) == set() and accepts_connections(legacy.url)

@@ -27,7 +27,8 @@ from agentfy.cutover.references import (
     OPAQUE_COLUMNS,
     discover,
 )
-from agentfy.cutover.run import PLATFORM_LEGACY_UUID, RETIRED_PREFIX, translate
+from agentfy.cutover.run import PLATFORM_LEGACY_UUID, translate
+from agentfy.cutover.shapes import RETIRED_PREFIX
 from agentfy.ids import AGENTFY_WORDS_LEGACY, format_id, is_canonical_id
 from agentfy.store.db import Database
 from agentfy.store.repos.orgs import PLATFORM_ORG_ID

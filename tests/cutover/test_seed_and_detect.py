@@ -82,3 +82,37 @@ def test_the_gateway_refuses_to_start_on_a_legacy_database(db_url: str) -> None:
         assert count(db, "organizations") == 1 and count(db, "api_keys") == 0
     finally:
         db.dispose()
+
+
+def test_the_gateway_refuses_legacy_ids_beside_the_platform_organization(db_url: str) -> None:
+    """The platform organization existing says nothing about the other rows: one legacy key is enough."""
+    from agentfy.cutover.detect import LegacyDatabaseError, has_legacy_identities
+    from agentfy.gateway.bootstrap import prepare
+    from agentfy.store.repos.orgs import PLATFORM_ORG_ID
+
+    db = Database(db_url)
+    try:
+        _insert_org(db, PLATFORM_ORG_ID, "platform")
+        assert not has_legacy_identities(db)
+        _insert_org(db, "5b0c1e2a-3d4f-4a5b-8c6d-7e8f9a0b1c2d", "legacy")
+        assert has_legacy_identities(db)
+        try:
+            prepare(db)
+        except LegacyDatabaseError as error:
+            assert "organizations: 1" in str(error) and "agentfy cutover run" in str(error)
+        else:
+            raise AssertionError("prepare() started on a database that still holds a legacy ID")
+        assert count(db, "api_keys") == 0  # refused before any admin key was issued
+        with db.transaction() as tx:
+            tx.execute("DELETE FROM organizations WHERE slug = 'legacy'")
+            tx.execute("INSERT INTO agents (id, tenant_id, agent_key, display_name, config, created_at, updated_at) "
+                       "VALUES ('organization-calm-rivers-k8m4p2d7n9x3', :org, 'a', 'A', '{}', 'now', 'now')",
+                       {"org": PLATFORM_ORG_ID})  # an ID without its table's prefix, in any table
+        assert legacy_identities(db) == {"agents": 1}
+        result = runner.invoke(app, ["db", "upgrade", "--database-url", db_url])
+        assert result.exit_code == 0 and "agentfy cutover run" in result.stdout
+        with db.transaction() as tx:
+            tx.execute("DELETE FROM agents")
+        assert prepare(db).platform_org_id == PLATFORM_ORG_ID  # canonical again: it starts
+    finally:
+        db.dispose()

@@ -1,7 +1,10 @@
-"""The cutover on a terminal: a Rich progress line per step (rows done, rate, ETA) and the final report."""
+"""The cutover's progress — a Rich line per step on a terminal, plain lines every few seconds elsewhere (rows
+done, rate, ETA) — and the final report."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from types import TracebackType
 
 from rich.console import Console
@@ -68,9 +71,73 @@ class RichProgress:
             self._progress.update(self._task, completed=completed, total=total)
 
 
+class LineProgress:
+    """:class:`agentfy.cutover.run.Progress` as plain lines, for logs and pipes (no terminal to redraw): a
+    line when a step starts, one every ``interval`` seconds while it runs (done, total, rate, ETA), and one
+    when it ends — so a long run in a job's log still shows it is moving and how far it has to go."""
+
+    def __init__(self, write: Callable[[str], None], interval: float = 5.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._write = write
+        self._interval = interval
+        self._clock = clock
+        self._step: str | None = None
+        self._total: int | None = None
+        self._done = 0
+        self._started = self._last = 0.0
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self._finish()
+
+    def _line(self, state: str) -> str:
+        elapsed = max(self._clock() - self._started, 1e-9)
+        rate = self._done / elapsed
+        of = f"/{self._total:,}" if self._total is not None else ""
+        parts = [f"cutover {self._step}: {state} {self._done:,}{of}"]
+        if self._total:
+            parts.append(f"({100 * min(self._done, self._total) / self._total:.0f}%)")
+        parts.append(f"{rate:,.0f}/s")
+        if state == "running" and self._total and rate > 0:
+            parts.append(f"ETA {max(self._total - self._done, 0) / rate:,.0f} s")
+        parts.append(f"elapsed {elapsed:,.1f} s")
+        return " ".join(parts)
+
+    def _finish(self) -> None:
+        if self._step is not None:
+            self._write(self._line("done"))
+            self._step = None
+
+    def _tick(self) -> None:
+        now = self._clock()
+        if now - self._last >= self._interval:
+            self._last = now
+            self._write(self._line("running"))
+
+    def start(self, step: str, description: str, total: int | None = None) -> None:
+        self._finish()
+        self._step, self._total, self._done = step, total, 0
+        self._started = self._last = self._clock()
+        self._write(f"cutover {step}: {description}" + (f" ({total:,})" if total is not None else ""))
+
+    def advance(self, amount: int) -> None:
+        self._done += amount
+        self._tick()
+
+    def update(self, completed: int, total: int | None) -> None:
+        self._done, self._total = completed, total
+        self._tick()
+
+
 def print_report(report: CutoverReport, console: Console) -> None:
     """What changed (or would), per table and column, and the outcome in one line at the end."""
-    if report.changed_identities == 0:
+    for name, count in sorted(report.nil_kept.items()):
+        console.print(f"note: {name} holds the nil UUID in {count:,} row(s); it is no identity and the column "
+                      "cannot be NULL, so they were left as they are", highlight=False, soft_wrap=True)
+    if not report.changed_anything:
         console.print("nothing to do: 0 identities changed (every ID is already canonical)", highlight=False)
         return
     table = Table(title=f"cutover {report.run_id}: rows {'that would change' if report.dry_run else 'changed'}")
@@ -82,6 +149,8 @@ def print_report(report: CutoverReport, console: Console) -> None:
     console.print(table)
     identities = ", ".join(f"{name} {count:,}" for name, count in sorted(report.identities.items()))
     console.print(f"identities: {identities}", highlight=False, soft_wrap=True)
+    for name, count in sorted(report.nil_cleared.items()):
+        console.print(f"{name}: {count:,} nil UUID(s) (no identity) set to NULL", highlight=False, soft_wrap=True)
     fixed = " (and the platform organization's fixed ID)" if report.fixed else ""
     console.print(f"{report.minted:,} minted from UUIDs{fixed}, {report.renamed:,} renamed (tail kept); "
                   f"{report.credentials:,} credentials encrypted again; signing epoch -> {report.signing_epoch}",

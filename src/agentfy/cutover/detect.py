@@ -1,21 +1,35 @@
-"""Finding identities that still need the cutover: primary keys that are not canonical IDs.
+"""Finding identities that still need the cutover, cheaply enough to ask at every start.
 
-A legacy identity is a bare UUID, an ID with a prefix AGNT2-588 retired (``organization-…`` and the other
-three), or anything else that is not canonical for its table.  Agentfy's other legacy format (three words
-and a 20-character suffix) is accepted and stays, so it is not counted.  Values are streamed, never loaded
-whole.
+A legacy identity is a primary key that does not begin with its table's prefix: a bare UUID, an ID with a
+retired prefix (``organization-…`` and the other three), or anything else the cutover would have to
+translate or refuse.  Everything the platform mints — and Agentfy's three-word legacy format, and the result
+of a prefix rename — begins with ``<prefix>-``, so the test needs no parsing.
+
+Why a prefix range: in byte order the keys that begin with ``<prefix>-`` are exactly those in
+``[<prefix>-, <prefix>.)`` (``.`` follows ``-``), so "is there any other key" is two range probes on the
+primary key's index (SQLite always compares bytes; PostgreSQL does when the database's collation is ``C``,
+``POSIX`` or ``C.UTF-8``, and otherwise compares with ``COLLATE "C"``, which is exact but reads the index
+whole).  The check does not depend on any particular row, such as the platform organization, existing.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 import sqlalchemy as sa
 
-from agentfy.ids import AGENTFY_WORDS_LEGACY, is_canonical_id
 from agentfy.store.db import Database
 from agentfy.store.errors import StoreError
 from agentfy.store.schema import metadata
 
-PAGE: int = 5000
+#: Entity tables -> the prefix of their primary key ``id``.
+PREFIXED_TABLES: Final = {
+    str(table.name): str(table.c.id.info["id_prefix"])
+    for table in metadata.sorted_tables
+    if "id" in table.c and table.c.id.info.get("id_prefix")
+}
+#: Collations whose order is the code point order (PostgreSQL), where the plain comparison is exact.
+_BYTE_ORDER_COLLATIONS: Final = frozenset({"C", "POSIX", "C.UTF-8", "C.utf8"})
 
 
 class LegacyDatabaseError(StoreError):
@@ -30,21 +44,48 @@ class LegacyDatabaseError(StoreError):
         self.found = found
 
 
-def _needs_cutover(value: str, prefix: str) -> bool:
-    return not (is_canonical_id(value, prefix) or AGENTFY_WORDS_LEGACY.match(value, frozenset({prefix})))
+def _outside_prefix(connection: sa.Connection, table: str) -> str:
+    """The condition "``id`` does not begin with the table's prefix" for this connection's database."""
+    if connection.dialect.name == "postgresql":
+        collation = connection.exec_driver_sql(
+            "SELECT datcollate FROM pg_database WHERE datname = current_database()").scalar_one()
+        if str(collation) not in _BYTE_ORDER_COLLATIONS:
+            return 'id COLLATE "C" < :low OR id COLLATE "C" >= :high'
+    return "id < :low OR id >= :high"
+
+
+def _bounds(table: str) -> dict[str, str]:
+    prefix = PREFIXED_TABLES[table]
+    return {"low": prefix + "-", "high": prefix + "."}
+
+
+def has_legacy_identities(db: Database) -> bool:
+    """Whether any primary key still needs the cutover: at most two index probes per entity table."""
+    with db.engine.connect() as connection:
+        for table in PREFIXED_TABLES:
+            condition = _outside_prefix(connection, table)
+            found = connection.execute(sa.text(f'SELECT 1 FROM "{table}" WHERE {condition} LIMIT 1'),  # noqa: S608 - schema names
+                                       _bounds(table)).first()
+            if found is not None:
+                return True
+    return False
 
 
 def legacy_identities(db: Database) -> dict[str, int]:
-    """Table -> how many of its primary keys still need the cutover (tables with none are left out)."""
+    """Table -> how many of its primary keys still need the cutover (tables with none are left out); reads
+    only those keys, so it costs little on a database that has none."""
     found: dict[str, int] = {}
     with db.engine.connect() as connection:
-        for table in metadata.sorted_tables:
-            column = table.c.get("id")
-            prefix = column.info.get("id_prefix") if column is not None else None
-            if column is None or not prefix:
-                continue
-            result = connection.execution_options(stream_results=True, yield_per=PAGE).execute(sa.select(column))
-            count = sum(1 for (value,) in result if _needs_cutover(str(value), prefix))
+        for table in PREFIXED_TABLES:
+            condition = _outside_prefix(connection, table)
+            count = int(connection.execute(sa.text(f'SELECT count(*) FROM "{table}" WHERE {condition}'),  # noqa: S608
+                                           _bounds(table)).scalar_one())
             if count:
-                found[table.name] = count
+                found[table] = count
     return found
+
+
+def refuse_legacy_identities(db: Database) -> None:
+    """:class:`LegacyDatabaseError` (with the count per table) if any primary key still needs the cutover."""
+    if has_legacy_identities(db):
+        raise LegacyDatabaseError(legacy_identities(db))

@@ -20,9 +20,12 @@ the state the transaction started from.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import fcntl
 import hashlib
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import tempfile
@@ -30,7 +33,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 import psycopg
 import sqlalchemy as sa
@@ -38,15 +41,17 @@ from psycopg import errors as pg_errors
 from psycopg import sql as pg_sql
 
 from agentfy.cutover.errors import BackupError, CutoverRefusedError, PostCheckError
+from agentfy.cutover.fence import APPLICATION_NAME, ConnectionFence
 from agentfy.cutover.references import LEGACY_SHAPED_GLOBS, LEGACY_SHAPED_PG
+from agentfy.store.migrate import MAINTENANCE_LOCK_KEY
 
-#: The maintenance lock every maintenance job takes (PostgreSQL advisory lock key): "agentfy\0".
-MAINTENANCE_LOCK_KEY: Final = int.from_bytes(b"agentfy\x00", "big") & 0x7FFF_FFFF_FFFF_FFFF
 MAP_TABLE: Final = "cutover_map"
 #: Where the mapping table's rows wait, unkeyed, for :meth:`CutoverEngine.seal_map` (SQLite).
 _MAP_LOAD_TABLE: Final = "cutover_map_load"
 #: Values per ``IN (…)`` list on SQLite (its limit on host parameters is 32,766; pages are smaller).
 _SQLITE_IN_CHUNK: Final = 500
+#: prctl(2) option: the signal a child gets when its parent dies.
+_PR_SET_PDEATHSIG: Final = 1
 
 Checksums = dict[str, tuple[int, str]]
 #: ``(bytes or rows done, total or None)`` while a backup or restore runs.
@@ -161,6 +166,11 @@ class CutoverEngine(ABC):
         """Stop checking foreign keys row by row until :meth:`check_foreign_keys`."""
 
     @abstractmethod
+    def dangling_foreign_keys(self) -> list[str]:
+        """Foreign-key references that point at no row, as found now (before any rewrite): at most a few,
+        each described as ``table.column = value (no referred-table row)``; empty when every one holds."""
+
+    @abstractmethod
     def check_foreign_keys(self) -> None:
         """Check every foreign key of every row again; :class:`PostCheckError` names a violation."""
 
@@ -175,6 +185,23 @@ class CutoverEngine(ABC):
     @abstractmethod
     def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
         """Restore ``path`` into a scratch database, and the checksums of its tables."""
+
+    @abstractmethod
+    def scratch_parent(self) -> Path:
+        """Where this database's scratch directories go (each named with :func:`scratch_directory_prefix`)."""
+
+    @abstractmethod
+    def identity(self) -> str:
+        """What names this database in scratch names."""
+
+    def sweep_scratch(self) -> list[str]:
+        """Remove what killed runs on this database left (the caller holds the maintenance lock, so no
+        other run is using them): scratch directories, and on PostgreSQL scratch databases."""
+        prefix = scratch_directory_prefix(self.identity())
+        stale = sorted(self.scratch_parent().glob(prefix + "*"))
+        for path in stale:
+            shutil.rmtree(path, ignore_errors=True)
+        return [str(path) for path in stale]
 
     def commit(self) -> None:
         self.connection.commit() if self.dialect == "postgresql" else self.execute("COMMIT")
@@ -200,9 +227,10 @@ def scratch_database_prefix(database: str) -> str:
     return f"agentfy_cutover_check_{hashlib.sha256(database.encode()).hexdigest()[:10]}_"
 
 
-def scratch_directory_prefix(backup: Path) -> str:
-    """The name prefix of the scratch directories (beside the backup) a SQLite restore check creates."""
-    return f".{backup.name}.restore-check-"
+def scratch_directory_prefix(database: str) -> str:
+    """The name prefix of a run's scratch directory (a dry run's backup, SQLite's restored copy), named
+    after the database so the next run on it finds what a killed run left."""
+    return f".agentfy-cutover-scratch-{hashlib.sha256(database.encode()).hexdigest()[:10]}-"
 
 
 def _check_backup_directory(path: Path) -> None:
@@ -220,6 +248,7 @@ class SqliteEngine(CutoverEngine):
         if not path or path == ":memory:" or not Path(path).exists():
             raise CutoverRefusedError(f"no SQLite database at {path!r}: the cutover needs an existing database file")
         self.path = Path(path)
+        self._maintenance: BinaryIO | None = None
         self.connection = sqlite3.connect(path, isolation_level=None, timeout=timeout_seconds,
                                           check_same_thread=False)
         try:
@@ -235,19 +264,41 @@ class SqliteEngine(CutoverEngine):
             raise CutoverRefusedError(f"{path} is not a usable SQLite database: {error}") from None
 
     def lock(self, timeout_seconds: float) -> None:
+        """The maintenance lock (the ``flock`` agentfy's start-up and migrations take: a server or worker
+        starting meanwhile waits, then starts on the committed state), then the exclusive write lock, both
+        before anything is read and both held to the end: no other writer gets in during the run."""
+        self._maintenance = open(self.path, "rb")  # noqa: SIM115 - held until close()
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            try:
+                fcntl.flock(self._maintenance, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise CutoverRefusedError(
+                        f"the maintenance lock of {self.path} is held (waited {timeout_seconds:g} s): another cutover, "
+                        "or a migration or start-up of agentfy, is running; wait for it to finish") from None
+                time.sleep(0.05)
         try:
-            # Asked, not set: setting it would change the file even in a dry run.  Every database agentfy
-            # has opened is in WAL already (agentfy.store.db.create_engine).
-            mode = self.connection.execute("PRAGMA journal_mode").fetchone()[0]
-            if mode != "wal":
-                raise CutoverRefusedError(
-                    f"{self.path} is in journal mode {mode!r}; the cutover needs WAL (its backup reads while the "
-                    "cutover holds the write lock): run `agentfy db upgrade`, which sets it, then try again")
             self.connection.execute("BEGIN EXCLUSIVE")
         except sqlite3.DatabaseError as error:
             raise CutoverRefusedError(
                 f"{self.path} is locked by another writer or another cutover (waited {timeout_seconds:g} s: "
                 f"{error}); stop the server and workers, then run the cutover again") from None
+        # Asked, not set: setting it would change the file even in a dry run.  Every database agentfy has
+        # opened is in WAL already (agentfy.store.db.create_engine).
+        mode = self.connection.execute("PRAGMA journal_mode").fetchone()[0]
+        if mode != "wal":
+            raise CutoverRefusedError(
+                f"{self.path} is in journal mode {mode!r}; the cutover needs WAL (its backup reads while the "
+                "cutover holds the write lock): run `agentfy db upgrade`, which sets it, then try again")
+
+    def close(self) -> None:
+        super().close()
+        if self._maintenance is not None:
+            with contextlib.suppress(OSError):
+                self._maintenance.close()  # releases the flock
+            self._maintenance = None
 
     def table_names(self) -> set[str]:
         return {str(name) for (name,) in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -278,6 +329,13 @@ class SqliteEngine(CutoverEngine):
             self.execute(f"DROP TABLE {_MAP_LOAD_TABLE}")
         return None
 
+    def identity(self) -> str:
+        return str(self.path.resolve())
+
+    def scratch_parent(self) -> Path:
+        """Beside the database: the restored copy is as big as the database, so it goes to the same disk."""
+        return self.path.parent
+
     def page_key(self, key: str) -> str:
         """``rowid``: reading in the table's own order is sequential, where the primary key's index order
         fetches each row from a random page (the JSON step took 102 s at 100k organizations that way)."""
@@ -297,6 +355,18 @@ class SqliteEngine(CutoverEngine):
 
     def suspend_foreign_keys(self) -> None:
         """Already off on this connection (see ``__init__``)."""
+
+    def dangling_foreign_keys(self) -> list[str]:
+        found: list[str] = []
+        for table, rowid, parent, fk_index in self.query("PRAGMA foreign_key_check")[:5]:
+            columns = [(str(c), str(r)) for _, _, _, c, r, *_ in self.query(
+                f"SELECT * FROM pragma_foreign_key_list({_sqlite_string(str(table))}) WHERE id = ?", (fk_index,))]
+            values = self.query(f"SELECT {', '.join(quote(c) for c, _ in columns)} FROM {quote(str(table))} "
+                                "WHERE rowid = ?", (rowid,))
+            shown = ", ".join(f"{table}.{c} = {v!r}" for (c, _), v in zip(columns, values[0] if values else (),
+                                                                            strict=False))
+            found.append(f"{shown or f'{table} row {rowid}'} (no {parent} row)")
+        return found
 
     def check_foreign_keys(self) -> None:
         violations = self.query("PRAGMA foreign_key_check")
@@ -335,10 +405,8 @@ class SqliteEngine(CutoverEngine):
         partial.replace(path)
 
     def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
-        prefix = scratch_directory_prefix(path)
-        for stale in path.parent.glob(prefix + "*"):  # left by a run that was killed during its check
-            shutil.rmtree(stale, ignore_errors=True)
-        with tempfile.TemporaryDirectory(prefix=prefix, dir=path.parent) as scratch_dir:
+        prefix = scratch_directory_prefix(self.identity())
+        with tempfile.TemporaryDirectory(prefix=prefix, dir=self.scratch_parent()) as scratch_dir:
             scratch_path = Path(scratch_dir) / "restored.db"
             try:
                 source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -359,6 +427,10 @@ class SqliteEngine(CutoverEngine):
                 raise BackupError(f"the backup {path} cannot be restored: {error}") from None
 
 
+def _sqlite_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
 # -- PostgreSQL -----------------------------------------------------------------------------------------------
 def _libpq(url: sa.URL) -> tuple[str, dict[str, str]]:
     """A libpq URI without the password, and the environment that carries it (not on a command line)."""
@@ -375,13 +447,22 @@ class PostgresEngine(CutoverEngine):
     def __init__(self, url: sa.URL, timeout_seconds: float) -> None:
         self.url = url
         self.uri, self.env = _libpq(url)
+        self.fence = ConnectionFence(url, timeout_seconds)
         try:
+            #: A fence left by a killed run (recorded on the server), lifted before connecting.
+            self.lifted_fence = self.fence.lift_stale()
             self.connection = psycopg.connect(self.uri, password=url.password, autocommit=False,
-                                              application_name="agentfy-cutover",
+                                              application_name=APPLICATION_NAME,
                                               connect_timeout=max(1, int(timeout_seconds)))
         except psycopg.Error as error:
+            self.fence.close()
             raise CutoverRefusedError(f"cannot connect to {url.render_as_string(hide_password=True)}: "
                                       f"{str(error).strip()}") from None
+        except BaseException:
+            self.fence.close()
+            raise
+        #: Sessions that connected while the gate was open for ``pg_dump``, disconnected before any write.
+        self.evicted = 0
         self._foreign_key_definitions: list[tuple[str, str, str]] = []
         self._snapshot: str | None = None
         self._cursors = 0
@@ -389,17 +470,21 @@ class PostgresEngine(CutoverEngine):
     def _sql(self, statement: str) -> str:
         return statement.replace("?", "%s")
 
+    def close(self) -> None:
+        """Close the connection, then lift what the run held beyond its transaction (the fence)."""
+        super().close()
+        self.fence.close()
+
     def lock(self, timeout_seconds: float) -> None:
         self.execute(f"SET LOCAL lock_timeout = '{int(timeout_seconds * 1000)}ms'")
         if not self.scalar("SELECT pg_try_advisory_xact_lock(?)", (MAINTENANCE_LOCK_KEY,)):
             raise CutoverRefusedError("the maintenance lock is held: another cutover or maintenance job is running "
                                       "on this database; wait for it to finish")
+        # From here to the end of the run no new session may connect (see agentfy.cutover.fence).
+        self.fence.raise_fence(self.connection.info.backend_pid, os.urandom(4).hex())
         deadline = time.monotonic() + timeout_seconds
         while True:  # a session that has just closed lingers in pg_stat_activity for a moment
-            others = self.query(
-                "SELECT pid, coalesce(application_name, ''), coalesce(state, ''), "
-                "coalesce(host(client_addr), 'local') FROM pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid() AND backend_type = 'client backend' ORDER BY pid")
+            others = self.fence.others({self.connection.info.backend_pid})
             if not others or time.monotonic() >= deadline:
                 break
             time.sleep(0.1)
@@ -488,6 +573,31 @@ class PostgresEngine(CutoverEngine):
         for table, name, _ in self._foreign_key_definitions:
             self.execute(f"ALTER TABLE {quote(table)} DROP CONSTRAINT {quote(name)}")
 
+    def dangling_foreign_keys(self) -> list[str]:
+        """One anti-join per foreign key (a constraint holds for committed rows unless triggers were disabled,
+        e.g. with ``session_replication_role = replica``, but that is exactly the case to find)."""
+        found: list[str] = []
+        constraints = self.query(
+            "SELECT cl.relname, rcl.relname, "
+            "array(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY AS k(n, i) JOIN pg_attribute AS a "
+            "ON a.attrelid = con.conrelid AND a.attnum = k.n ORDER BY k.i), "
+            "array(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY AS k(n, i) JOIN pg_attribute AS a "
+            "ON a.attrelid = con.confrelid AND a.attnum = k.n ORDER BY k.i) "
+            "FROM pg_constraint AS con JOIN pg_class AS cl ON cl.oid = con.conrelid "
+            "JOIN pg_class AS rcl ON rcl.oid = con.confrelid "
+            "WHERE con.contype = 'f' AND con.connamespace = current_schema()::regnamespace ORDER BY 1, 2")
+        for table, parent, columns, referred in constraints:
+            present = " AND ".join(f"c.{quote(str(c))} IS NOT NULL" for c in columns)
+            joined = " AND ".join(f"p.{quote(str(r))} = c.{quote(str(c))}" for c, r in zip(columns, referred,
+                                                                                           strict=True))
+            rows = self.query(f"SELECT {', '.join(f'c.{quote(str(c))}' for c in columns)} FROM {quote(str(table))} "
+                              f"AS c WHERE {present} AND NOT EXISTS (SELECT 1 FROM {quote(str(parent))} AS p "
+                              f"WHERE {joined}) LIMIT 1")
+            if rows:
+                shown = ", ".join(f"{table}.{c} = {v!r}" for c, v in zip(columns, rows[0], strict=True))
+                found.append(f"{shown} (no {parent} row)")
+        return found
+
     def check_foreign_keys(self) -> None:
         for table, name, definition in self._foreign_key_definitions:
             try:
@@ -513,41 +623,82 @@ class PostgresEngine(CutoverEngine):
             sums[table] = (int(count), str(digest))
         return sums
 
-    def _run(self, command: list[str], what: str) -> None:
+    def _start(self, command: list[str], what: str, env: dict[str, str]) -> subprocess.Popen[str]:
         executable = shutil.which(command[0])
         if executable is None:
             raise BackupError(f"{command[0]} is not installed: the cutover needs it for {what} (Debian: "
                               "apt-get install postgresql-client)")
-        done = subprocess.run([executable, *command[1:]], env=self.env, capture_output=True, text=True,  # noqa: S603
-                              check=False)
-        if done.returncode != 0:
-            raise BackupError(f"{what} failed ({command[0]} exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+        return subprocess.Popen([executable, *command[1:]], env=env, stdout=subprocess.PIPE,  # noqa: S603
+                                stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)  # noqa: PLW1509
+
+    @staticmethod
+    def _finish(process: subprocess.Popen[str], command: str, what: str) -> None:
+        """Wait for ``process``; killed (and reaped) if the wait is interrupted, a signal included."""
+        try:
+            _, stderr = process.communicate()
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+        if process.returncode != 0:
+            raise BackupError(f"{what} failed ({command} exit {process.returncode}): {stderr.strip()[-2000:]}")
+
+    def _run(self, command: list[str], what: str) -> None:
+        self._finish(self._start(command, what, self.env), command[0], what)
 
     def backup(self, path: Path, progress: CopyProgress) -> None:
+        """``pg_dump`` of this transaction's snapshot.  It must connect to the fenced database, so the gate
+        opens until its session is there and closes again; anyone else who connected meanwhile is
+        disconnected once the dump is done (the table locks kept them from writing)."""
         _check_backup_directory(path)
         if self._snapshot is None:
             raise BackupError("no exported snapshot: lock() must run first")
         partial = _partial(path)
         partial.unlink(missing_ok=True)
         progress(0, None)
-        self._run(["pg_dump", "--format=custom", f"--snapshot={self._snapshot}", f"--file={partial}",
-                   f"--dbname={self.uri}"], f"the backup (pg_dump) to {path}")
+        what = f"the backup (pg_dump) to {path}"
+        application = f"{APPLICATION_NAME}-dump-{os.urandom(3).hex()}"
+        self.fence.open_gate()
+        try:
+            process = self._start(["pg_dump", "--format=custom", f"--snapshot={self._snapshot}", f"--file={partial}",
+                                   f"--dbname={self.uri}"], what, {**self.env, "PGAPPNAME": application})
+            try:
+                deadline = time.monotonic() + 30
+                while process.poll() is None and time.monotonic() < deadline and not any(
+                        app == application for _, app, _, _ in self.fence.others(set())):
+                    time.sleep(0.02)
+            finally:
+                self.fence.close_gate()
+        except BaseException:
+            self.fence.close_gate()
+            raise
+        self._finish(process, "pg_dump", what)
+        self.evicted += self.fence.evict({self.connection.info.backend_pid})
         partial.replace(path)
         progress(path.stat().st_size, path.stat().st_size)
 
-    def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
-        # Named after the database being cut over: a scratch copy with that prefix is ours (we hold its
-        # maintenance lock), left by a run killed during its check, and safe to drop.
+    def identity(self) -> str:
+        return self.url.render_as_string(hide_password=True)
+
+    def scratch_parent(self) -> Path:
+        return Path(tempfile.gettempdir())
+
+    def sweep_scratch(self) -> list[str]:
+        """Also drop the scratch databases earlier restore checks of this database left (killed runs):
+        named after it, and ours to drop, since this run holds its maintenance lock."""
         prefix = scratch_database_prefix(str(self.url.database))
-        scratch_name = prefix + os.urandom(4).hex()
-        admin_uri = self.uri
+        stale = [str(name) for (name,) in self.fence.admin.execute(
+            "SELECT datname FROM pg_database WHERE starts_with(datname, %s)", (prefix,)).fetchall()]
+        for name in stale:
+            self.fence.admin.execute(pg_sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                pg_sql.Identifier(name)))
+        return [*super().sweep_scratch(), *stale]
+
+    def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
+        admin = self.fence.admin  # on the maintenance database: the target refuses new connections
+        scratch_name = scratch_database_prefix(str(self.url.database)) + os.urandom(4).hex()
         try:
-            with psycopg.connect(admin_uri, password=self.url.password, autocommit=True) as admin:
-                for (stale,) in admin.execute("SELECT datname FROM pg_database WHERE starts_with(datname, %s)",
-                                              (prefix,)).fetchall():
-                    admin.execute(pg_sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                        pg_sql.Identifier(stale)))
-                admin.execute(pg_sql.SQL("CREATE DATABASE {}").format(pg_sql.Identifier(scratch_name)))
+            admin.execute(pg_sql.SQL("CREATE DATABASE {}").format(pg_sql.Identifier(scratch_name)))
         except psycopg.Error as error:
             raise BackupError(f"cannot create the scratch database to restore the backup into: "
                               f"{str(error).strip()}") from None
@@ -568,10 +719,16 @@ class PostgresEngine(CutoverEngine):
         except psycopg.Error as error:
             raise BackupError(f"the restored backup cannot be read: {str(error).strip()}") from None
         finally:
-            with contextlib.suppress(psycopg.Error), \
-                    psycopg.connect(admin_uri, password=self.url.password, autocommit=True) as admin:
+            with contextlib.suppress(psycopg.Error):
                 admin.execute(pg_sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
                     pg_sql.Identifier(scratch_name)))
+
+
+def _die_with_parent() -> None:
+    """In a child, before exec: ask Linux to SIGKILL it when the cutover dies, however it dies (a SIGKILL
+    cannot be caught, so the cutover could not stop ``pg_dump`` or ``pg_restore`` itself)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def open_engine(url: str, timeout_seconds: float) -> CutoverEngine:

@@ -1,6 +1,6 @@
 """A generator of legacy databases: the input the ID cutover has to translate, at any size.
 
-Why: the cutover (``../shared/seeds/id-format.txt``, "Agentfy: the cutover") must handle a *fresh legacy
+Why: the cutover (``docs/cutover.md``) must handle a *fresh legacy
 database* — every ID a bare lower-case UUID, the platform organization ``0193a5b0-7000-7000-8000-000000000001``
 — and an *already migrated database* — canonical IDs except the four retired organization prefixes
 (``organization-``, ``organization-member-``, ``organization-credential-``, ``organization-policy-``, the

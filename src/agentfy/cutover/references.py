@@ -6,7 +6,7 @@ telemetry), this module declares the rest (actor and scope columns, the outbox's
 documents), and everything else that holds text is scanned before the rewrite: a translated ID found in a
 column nobody declared aborts the cutover instead of being left behind as a dangling reference.
 
-Three kinds of column are left alone on purpose, as the seed says: history (the audit log and the recorded
+Three kinds of column are left alone on purpose, as the ID format's rules say: history (the audit log and the recorded
 hops keep the IDs they recorded), and opaque user content (what people and models wrote; an ID in a
 message is a quotation, not a reference).
 """
@@ -80,8 +80,10 @@ OPAQUE_COLUMNS: Final = frozenset({
 
 _UUID: Final = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _RETIRED: Final = "|".join(sorted(RENAMED_PREFIXES, key=len, reverse=True))
-#: A value shaped like an ID the cutover translates: a bare lower-case UUID, or an ID with a retired prefix.
-LEGACY_SHAPED: Final = re.compile(rf"{_UUID}|(?:{_RETIRED})-[a-z]+-[a-z]+-[0-9a-z]{{12}}")
+#: A value shaped like an ID the cutover translates: a bare lower-case UUID, or an ID with a retired prefix and
+#: a tail of two words and 12 characters or three words and 20 (:mod:`agentfy.cutover.shapes` decides).
+LEGACY_SHAPED: Final = re.compile(
+    rf"{_UUID}|(?:{_RETIRED})-[a-z]+-[a-z]+-(?:[a-z]+-[0-9a-z]{{20}}|[0-9a-z]{{12}})(?![0-9a-z])")
 #: The same, as a PostgreSQL regular expression (``~``) for prefiltering rows on the server.
 LEGACY_SHAPED_PG: Final = rf"{_UUID}|organization-"
 #: The same, as SQLite GLOB patterns (no regular expressions there): any one matching is a candidate.

@@ -1,8 +1,8 @@
 """``agentfy cutover run``: every legacy identity to its canonical ID, in one verified transaction.
 
-The seed ("Agentfy: the cutover") and issue 7 are the contract; ``docs/cutover.md`` is the operator's
-guide.  The run is a fixed sequence of steps (:data:`STEPS`), all inside one transaction on one
-connection, so a failure or a kill at any step leaves the database exactly as it was:
+``docs/cutover.md`` is the operator's guide and states the contract.  The run is a fixed sequence of steps
+(:data:`STEPS`), all inside one transaction on one connection, so a failure or a kill at any step leaves the
+database exactly as it was:
 
 1. ``lock`` — become the only writer (see :mod:`agentfy.cutover.engines`); count every table's rows.
 2. ``plan`` — stream every entity table's primary keys and decide each one's new ID: a bare UUID gets a
@@ -31,8 +31,12 @@ connection, so a failure or a kill at any step leaves the database exactly as it
 from __future__ import annotations
 
 import json
+import re
 import secrets
+import shutil
+import signal
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -43,7 +47,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from agentfy.cutover.engines import MAP_TABLE, CutoverEngine, keyset_pages, open_engine, quote
+from agentfy.cutover.engines import (
+    MAP_TABLE,
+    CutoverEngine,
+    keyset_pages,
+    open_engine,
+    quote,
+    scratch_directory_prefix,
+)
 from agentfy.cutover.errors import (
     BackupError,
     CutoverError,
@@ -52,8 +63,10 @@ from agentfy.cutover.errors import (
     PostCheckError,
     UnknownReferenceError,
 )
+from agentfy.cutover.hops import MAX_HOPS
 from agentfy.cutover.references import ENTITY_TABLES, LEGACY_SHAPED, JsonColumn, References, discover
-from agentfy.ids import AGENTFY_WORDS_LEGACY, RENAMED_PREFIXES, RandomSource, format_id, is_canonical_id
+from agentfy.cutover.shapes import is_bare_uuid, is_nil_uuid, renamed, stays
+from agentfy.ids import NIL_UUID, RandomSource, format_id
 from agentfy.ids.registry import MODEL_BY_PREFIX
 from agentfy.store.db import now
 from agentfy.store.repos.credentials import CredentialCipher, CredentialDecryptionError
@@ -64,12 +77,11 @@ STEPS: Final = ("lock", "plan", "scan", "backup", "restore-check", "credentials"
                 "hops", "check", "commit")
 #: The platform organization of a fresh legacy database (its canonical ID is ``PLATFORM_ORG_ID``).
 PLATFORM_LEGACY_UUID: Final = "0193a5b0-7000-7000-8000-000000000001"
-#: The retired prefix of each current prefix that had one (``org`` -> ``organization``, …).
-RETIRED_PREFIX: Final = {new: old for old, new in RENAMED_PREFIXES.items()}
-_UUID_LENGTH: Final = 36
 MINTED: Final = "minted"
 FIXED: Final = "fixed"
 RENAMED: Final = "renamed"
+#: ``how`` of a mapping row that an earlier run recorded (not an identity this run changes).
+EARLIER: Final = ""
 #: Attempts at minting a unique ID for one identity before giving up (a collision is ~1 in 2^60).
 MAX_MINT_ATTEMPTS: Final = 8
 
@@ -135,10 +147,21 @@ class CutoverReport:
     seconds: dict[str, float] = field(default_factory=dict)
     #: table -> rows, as at the start (and, checked, at the end)
     row_counts: dict[str, int] = field(default_factory=dict)
+    #: ``table.column`` -> values that were the nil UUID (a caller bug's placeholder, never an identity) in a
+    #: reference without a foreign key: set to NULL, or, where the column cannot be NULL, left as they were
+    nil_cleared: dict[str, int] = field(default_factory=dict)
+    nil_kept: dict[str, int] = field(default_factory=dict)
+    #: scratch directories and databases killed runs had left, removed at the start
+    swept: list[str] = field(default_factory=list)
 
     @property
     def changed_identities(self) -> int:
         return sum(self.identities.values())
+
+    @property
+    def changed_anything(self) -> bool:
+        """Whether the run rewrote (or would rewrite) any row: identities, or references alone."""
+        return self.changed_identities > 0 or any(self.changes.values()) or any(self.nil_cleared.values())
 
 
 def new_run_id() -> str:
@@ -147,24 +170,26 @@ def new_run_id() -> str:
 
 def translate(value: str, table: str, random: RandomSource | None = None) -> tuple[str, str] | None:
     """``(new ID, how)`` for a primary key of ``table`` that needs the cutover — ``how`` is ``"minted"`` (from a
-    UUID), ``"fixed"`` (the platform organization) or ``"renamed"`` (a retired prefix, the tail kept) — and
-    ``None`` for one that stays; :class:`IdConflictError` for a value that is neither (the cutover does not
-    guess)."""
+    UUID), ``"fixed"`` (the platform organization) or ``"renamed"`` (a retired prefix, the whole tail kept) —
+    and ``None`` for one that stays (:mod:`agentfy.cutover.shapes` is the rule); :class:`IdConflictError` for a
+    value that is neither (the cutover does not guess), the nil UUID included."""
     prefix = ENTITY_TABLES[table]
-    if len(value) == _UUID_LENGTH and LEGACY_SHAPED.fullmatch(value) and value[8] == "-":
+    if is_bare_uuid(value):
+        if is_nil_uuid(value):
+            raise IdConflictError(f"{table}.id holds the nil UUID {value!r}, which is never an identity (it marks "
+                                  "a caller bug): delete or fix that row, then run the cutover again")
         if table == "organizations" and value == PLATFORM_LEGACY_UUID:
             return PLATFORM_ORG_ID, FIXED
         return format_id(prefix, random), MINTED
-    retired = RETIRED_PREFIX.get(prefix)
-    if retired is not None and value.startswith(retired + "-"):
-        renamed = prefix + value[len(retired):]
-        if is_canonical_id(renamed, prefix):
-            return renamed, RENAMED
-    if is_canonical_id(value, prefix) or AGENTFY_WORDS_LEGACY.match(value, frozenset({prefix})):
+    new_id = renamed(value, prefix)
+    if new_id is not None:
+        return new_id, RENAMED
+    if stays(value, prefix):
         return None
     raise IdConflictError(f"{table}.id holds {value!r}, which is neither a canonical {prefix} ID nor a legacy ID "
-                          "the cutover translates (a bare lower-case UUID, or a retired prefix with a canonical "
-                          "tail); fix or remove that row, then run the cutover again")
+                          "the cutover translates (a bare lower-case UUID, or a retired prefix followed by a tail "
+                          "of two words and 12 characters or three words and 20); fix or remove that row, then "
+                          "run the cutover again")
 
 
 class _Run:
@@ -178,6 +203,7 @@ class _Run:
         self.references: References | None = None
         self.dangling_before: dict[str, int] = {}
         self.credentials_to_reencrypt = 0
+        self.earlier_hops = 0
         self.epoch_rows_added = 0
 
     @contextmanager
@@ -192,15 +218,27 @@ class _Run:
         tables = [table.name for table in metadata.sorted_tables]
         with self.step("lock", "taking the maintenance lock", len(tables)):
             self.engine.lock(self.options.lock_timeout_seconds)
+            self.report.swept = self.engine.sweep_scratch()
             missing = sorted(set(tables) - self.engine.table_names())
             if missing:
                 raise CutoverRefusedError(f"the database has no table {', '.join(missing[:3])}"
                                           f"{' …' if len(missing) > 3 else ''}: it is not migrated; run "
                                           "`agentfy db upgrade` first")
+            current, head = self.engine.scalar("SELECT version_num FROM alembic_version"), _head_revision()
+            if current != head:
+                raise CutoverRefusedError(f"the database is at schema revision {current or '(none)'}, the newest is "
+                                          f"{head}: run `agentfy db upgrade` first")
             for table in tables:
                 self.report.row_counts[table] = self.engine.count(table)
                 self.progress.advance(1)
             self.references = discover(self.engine.foreign_keys())
+            dangling = self.engine.dangling_foreign_keys()
+            if dangling:
+                raise CutoverRefusedError(
+                    "the database already has foreign-key references that point at no row, from before the "
+                    f"cutover (it wrote nothing): {'; '.join(dangling)}. The cutover does not repair or delete "
+                    "them: fix or delete those rows (on SQLite, `PRAGMA foreign_key_check` lists them all), "
+                    "then run it again")
 
     # -- 2. plan ------------------------------------------------------------------------------------------
     def plan(self) -> None:
@@ -226,15 +264,94 @@ class _Run:
                                       "legacy ID must name one identity; resolve it by hand, then run the "
                                       "cutover again")
             self._resolve_collisions()  # (a re-minted ID stays "minted" in its table: the counts hold)
+            self._add_recorded_hops()
             for (table, how), count in sorted(translated.items()):
                 self.report.identities[table] = self.report.identities.get(table, 0) + count
                 setattr(self.report, how, getattr(self.report, how) + count)
+            self._count_nil_references()
             self.credentials_to_reencrypt = int(engine.scalar(
-                f"SELECT count(*) FROM org_credentials AS c JOIN {MAP_TABLE} AS m ON m.old_id = c.org_id"))
+                f"SELECT count(*) FROM org_credentials AS c JOIN {MAP_TABLE} AS m ON m.old_id = c.org_id "
+                f"WHERE m.how <> '{EARLIER}'"))
             if self.credentials_to_reencrypt and self.options.cipher is None:
                 raise CutoverError(f"{self.credentials_to_reencrypt} credential(s) belong to organizations whose ID "
                                    "changes and must be encrypted again: give the credentials key "
                                    "($AGENTFY_CREDENTIALS_KEY or --credentials-key-file)")
+            if self.credentials_to_reencrypt:
+                self._verify_credentials_key()
+
+    def _verify_credentials_key(self) -> None:
+        """Decrypt one stored secret that will be encrypted again: a wrong key is found here, before the
+        backup and its restore check (minutes on a large database), not after them."""
+        cipher = self.options.cipher
+        assert cipher is not None
+        row = self.engine.query(f"SELECT c.id, c.org_id, c.nonce, c.ciphertext FROM org_credentials AS c JOIN "
+                                f"{MAP_TABLE} AS m ON m.old_id = c.org_id WHERE m.how <> '{EARLIER}' "
+                                "ORDER BY c.id LIMIT 1")
+        credential_id, owner, nonce, ciphertext = row[0]
+        try:
+            cipher.decrypt(str(owner), nonce, ciphertext)
+        except CredentialDecryptionError:
+            raise CutoverError(f"credential {credential_id} of organization {owner} does not decrypt with its owner "
+                               "ID and the given key: wrong key, or the row was altered; checked before the backup, "
+                               "nothing was backed up or changed") from None
+
+    def _count_nil_references(self) -> None:
+        """Count the nil UUIDs in references without a foreign key, one pass per table.  They are no
+        identity: never looked up in the mapping; the ``ids`` step sets them to NULL (as the telemetry
+        path treats a missing ID) where the column allows it, and the report lists them either way."""
+        assert self.references is not None
+        by_table: dict[str, list[str]] = {}
+        for column in self.references.id_columns:
+            if column.kind in ("soft reference", "declared"):
+                by_table.setdefault(column.table, []).append(column.column)
+        for table, names in by_table.items():
+            sums = ", ".join(f"coalesce(sum(CASE WHEN {quote(name)} = ? THEN 1 ELSE 0 END), 0)" for name in names)
+            found = self.engine.query(f"SELECT {sums} FROM {quote(table)}", (NIL_UUID,) * len(names))[0]
+            for name, count in zip(names, found, strict=True):
+                if int(count):
+                    nullable = metadata.tables[table].c[name].nullable
+                    target = self.report.nil_cleared if nullable else self.report.nil_kept
+                    target[f"{table}.{name}"] = int(count)
+
+    def _add_recorded_hops(self) -> None:
+        """Put every earlier run's hops into the mapping too (``how`` empty: not an identity of this run),
+        each pointing at the ID its identity has *now* — the recorded chain followed to its end, then this
+        run's own translation — so an old ID written after an earlier cutover (by anything but the API, which
+        refuses it) is rewritten wherever it is, like the identities this run changes.  A live primary key
+        that the record says was migrated already means the database is inconsistent: refused."""
+        engine = self.engine
+        clash = engine.query(f"SELECT m.old_id FROM {MAP_TABLE} AS m JOIN id_migrations AS h ON h.old_id = m.old_id "
+                             "LIMIT 1")
+        if clash:
+            raise IdConflictError(f"{clash[0][0]} is a live ID but the record already says it was migrated; the "
+                                  "database is inconsistent: restore the last backup")
+        self.earlier_hops = engine.execute(
+            f"INSERT INTO {MAP_TABLE} (old_id, new_id, entity, tbl, how) SELECT h.old_id, h.new_id, h.entity, "
+            f"'{EARLIER}', '{EARLIER}' FROM id_migrations AS h")
+        if not self.earlier_hops:
+            return
+        for _ in range(MAX_HOPS):
+            if not engine.execute(f"UPDATE {MAP_TABLE} SET new_id = h.new_id FROM id_migrations AS h WHERE "
+                                  f"{MAP_TABLE}.how = '{EARLIER}' AND h.old_id = {MAP_TABLE}.new_id"):
+                break
+        else:
+            raise IdConflictError(f"the recorded hops (id_migrations) loop or run longer than {MAX_HOPS} steps: "
+                                  "the record is corrupt; restore the last backup")
+        engine.execute(f"UPDATE {MAP_TABLE} SET new_id = m.new_id FROM {MAP_TABLE} AS m WHERE "
+                       f"{MAP_TABLE}.how = '{EARLIER}' AND m.old_id = {MAP_TABLE}.new_id AND m.how <> '{EARLIER}'")
+
+    def has_stale_references(self) -> bool:
+        """Whether a reference or a JSON document still holds an ID an earlier run changed (a primary key
+        cannot: :meth:`_add_recorded_hops` refuses that)."""
+        assert self.references is not None
+        if not self.earlier_hops:
+            return False
+        for column in self.references.id_columns:
+            if column.kind != "primary key" and self.engine.query(
+                    f"SELECT 1 FROM {quote(column.table)} AS t JOIN {MAP_TABLE} AS m "
+                    f"ON m.old_id = t.{quote(column.column)} LIMIT 1"):
+                return True
+        return any(self._translated_in(c.table, c.column, _json_tokens) for c in self.references.json_columns)
 
     def _resolve_collisions(self) -> None:
         """Mint again every minted ID that equals another new ID or an existing one; a renamed (or the
@@ -259,7 +376,7 @@ class _Run:
             for table in ENTITY_TABLES:
                 for old_id, how, new_id in engine.query(  # driven by the table, probing the new_id index
                         f"SELECT m.old_id, m.how, m.new_id FROM {quote(table)} AS t JOIN {MAP_TABLE} AS m "
-                        "ON m.new_id = t.id WHERE m.tbl = ?", (table,)):
+                        f"ON m.new_id = t.id WHERE m.tbl = ? AND m.how <> '{EARLIER}'", (table,)):
                     if how != MINTED:
                         raise IdConflictError(f"{old_id} would become {new_id}, but {table} already has {new_id}; "
                                               "resolve the duplicate by hand, then run the cutover again")
@@ -425,12 +542,10 @@ class _Run:
             if not mapping:
                 continue
             updates: list[tuple[str, Any]] = []
-            for key, text, document in documents:
-                rewritten = _rewrite(document, mapping)
-                if rewritten != document:
-                    compact = '": ' not in text and '", ' not in text
-                    separators = (",", ":") if compact else (", ", ": ")
-                    updates.append((key, json.dumps(rewritten, ensure_ascii=False, separators=separators)))
+            for key, text, _document in documents:
+                rewritten = rewrite_json_text(text, mapping)
+                if rewritten is not None:
+                    updates.append((key, rewritten))
             self.engine.update_by_key(column.table, page_key, column.column, updates)
             changed += len(updates)
         return changed
@@ -442,6 +557,10 @@ class _Run:
         total = sum(self.report.row_counts[c.table] for c in columns)
         with self.step("ids", "rewriting primary keys and references", total):
             self.engine.suspend_foreign_keys()
+            for name in self.report.nil_cleared:
+                table, column_name = name.split(".")
+                self.engine.execute(f"UPDATE {quote(table)} SET {quote(column_name)} = NULL "
+                                    f"WHERE {quote(column_name)} = ?", (NIL_UUID,))
             for column in columns:
                 self.report.changes[column.name] = self.engine.execute(
                     f"UPDATE {quote(column.table)} SET {quote(column.column)} = m.new_id FROM {MAP_TABLE} AS m "
@@ -462,14 +581,10 @@ class _Run:
     # -- 9. hops ------------------------------------------------------------------------------------------
     def hops(self) -> None:
         with self.step("hops", "recording one hop per changed identity", self.report.changed_identities):
-            clash = self.engine.query(f"SELECT m.old_id FROM {MAP_TABLE} AS m JOIN id_migrations AS h "
-                                      "ON h.old_id = m.old_id LIMIT 1")
-            if clash:
-                raise IdConflictError(f"{clash[0][0]} is a live ID but the record already says it was migrated; "
-                                      "the database is inconsistent: restore the last backup")
             self.report.hops = self.engine.execute(
                 "INSERT INTO id_migrations (old_id, new_id, entity, run_id, migrated_at) "
-                f"SELECT old_id, new_id, entity, ?, ? FROM {MAP_TABLE}", (self.report.run_id, now()))
+                f"SELECT old_id, new_id, entity, ?, ? FROM {MAP_TABLE} WHERE how <> '{EARLIER}'",
+                (self.report.run_id, now()))
             self.progress.advance(self.report.hops)
 
     # -- 10. checks ---------------------------------------------------------------------------------------
@@ -544,15 +659,25 @@ class _Run:
         # instead of 4 s at 100k organizations).
         unrecorded = int(self.engine.scalar(
             f"SELECT count(*) FROM {MAP_TABLE} AS m LEFT JOIN id_migrations AS h ON h.old_id = m.old_id "
-            "AND h.new_id = m.new_id WHERE h.old_id IS NULL AND m.how <> ''"))
+            f"AND h.new_id = m.new_id WHERE h.old_id IS NULL AND m.how <> '{EARLIER}'"))
         if unrecorded:
             raise PostCheckError(f"{unrecorded} changed identities have no recorded hop")
         for table, expected in self.report.identities.items():
             resolved = int(self.engine.scalar(  # driven by the table, probing the new_id index
-                f"SELECT count(*) FROM {quote(table)} AS t JOIN {MAP_TABLE} AS m ON m.new_id = t.id WHERE m.tbl = ?",
+                f"SELECT count(*) FROM {quote(table)} AS t JOIN {MAP_TABLE} AS m ON m.new_id = t.id WHERE m.tbl = ? "
+                f"AND m.how <> '{EARLIER}'",
                 (table,)))
             if resolved != expected:
                 raise PostCheckError(f"{expected - resolved} hop(s) of {table} do not resolve to a {table} row")
+
+
+def _head_revision() -> str | None:
+    """The newest migration, read from the migration scripts (no database connection)."""
+    from alembic.script import ScriptDirectory  # noqa: PLC0415 - only the lock step needs Alembic
+
+    from agentfy.store.migrate import alembic_config  # noqa: PLC0415
+
+    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
 
 
 def _json_tokens(text: str) -> Iterable[str]:
@@ -577,14 +702,29 @@ def _strings(node: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def _rewrite(node: Any, mapping: dict[str, str]) -> Any:
-    if isinstance(node, str):
-        return mapping.get(node, node)
-    if isinstance(node, dict):
-        return {mapping.get(key, key): _rewrite(value, mapping) for key, value in node.items()}
-    if isinstance(node, list):
-        return [_rewrite(item, mapping) for item in node]
-    return node
+#: A JSON string token (a key or a value).  Outside strings JSON has no ``"``, so in a valid document the
+#: matches, taken from the start, are exactly its string tokens.
+_JSON_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def rewrite_json_text(text: str, mapping: dict[str, str]) -> str | None:
+    """``text`` (a valid JSON document) with every string token — key or value — whose decoded value the
+    mapping translates replaced by the new ID, and every other byte kept (indentation, key order, ``\\u``
+    escapes); ``None`` if nothing is translated.  Re-serialising the parsed document instead would lose
+    the formatting and turn escapes into raw characters: the document would change beyond its IDs."""
+    pieces: list[str] = []
+    last = 0
+    for match in _JSON_STRING.finditer(text):
+        token = match.group()
+        value = json.loads(token) if "\\" in token else token[1:-1]
+        new_id = mapping.get(value)
+        if new_id is not None:
+            pieces += [text[last:match.start()], json.dumps(new_id)]
+            last = match.end()
+    if not pieces:
+        return None
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def _close(rows: Iterator[Any]) -> None:
@@ -593,27 +733,57 @@ def _close(rows: Iterator[Any]) -> None:
         close()
 
 
+class CutoverInterruptedError(CutoverError):
+    """SIGTERM or SIGHUP arrived: the run stopped, rolled back and cleaned up like any failure."""
+
+
+@contextmanager
+def _signals_end_the_run() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into an exception for the duration (main thread only), so that every exit
+    path — a signal included — rolls back, lifts the fence, kills ``pg_dump``/``pg_restore`` and removes
+    scratch copies.  (SIGINT already raises ``KeyboardInterrupt``; SIGKILL cannot be caught: children die
+    with the process, and the next run sweeps the scratch and lifts the fence.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(number: int, _frame: object) -> None:
+        raise CutoverInterruptedError(f"stopped by {signal.Signals(number).name}; rolled back")
+
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def run_cutover(url: str, options: CutoverOptions | None = None, progress: Progress | None = None) -> CutoverReport:
     """Cut the database at ``url`` over to canonical IDs (see the module's steps); the report says what
     changed.  Raises a :class:`~agentfy.cutover.errors.CutoverError` after rolling back on any failure."""
     options = options or CutoverOptions()
     if not options.dry_run and options.backup is None:
         raise CutoverError("a backup path is required: the cutover backs up the starting state before it writes")
-    progress = progress or NullProgress()
+    with _signals_end_the_run():
+        return _run_cutover(url, options, progress or NullProgress())
+
+
+def _run_cutover(url: str, options: CutoverOptions, progress: Progress) -> CutoverReport:
     engine = open_engine(url, options.lock_timeout_seconds)
     run = _Run(engine, options, progress)
-    scratch: tempfile.TemporaryDirectory[str] | None = None
+    scratch: Path | None = None
     try:
         run.lock()
         run.plan()
-        if run.report.changed_identities == 0:
+        if run.report.changed_identities == 0 and not run.report.nil_cleared and not run.has_stale_references():
             engine.rollback()
             return run.report
         run.scan()
         backup_path = options.backup
         if backup_path is None:
-            scratch = tempfile.TemporaryDirectory(prefix="agentfy-cutover-dry-run-")
-            backup_path = Path(scratch.name) / "backup"
+            scratch = Path(tempfile.mkdtemp(prefix=scratch_directory_prefix(engine.identity()),
+                                            dir=engine.scratch_parent()))
+            backup_path = scratch / "backup"
         run.backup(Path(backup_path))
         run.credentials()
         run.json_documents()
@@ -636,4 +806,4 @@ def run_cutover(url: str, options: CutoverOptions | None = None, progress: Progr
     finally:
         engine.close()
         if scratch is not None:
-            scratch.cleanup()
+            shutil.rmtree(scratch, ignore_errors=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from agentfy.cutover.detect import LegacyDatabaseError, legacy_identities
+from agentfy.cutover.detect import refuse_legacy_identities
 from agentfy.identity import Scope
 from agentfy.settings import Settings, default_key_file
 from agentfy.store.db import Database
@@ -68,15 +68,11 @@ def _bootstrap(db: Database, from_settings: str | None) -> Bootstrap:
 
 
 def refuse_a_legacy_database(db: Database) -> None:
-    """:class:`LegacyDatabaseError` if the platform organization is missing because the database still holds
-    legacy IDs (creating it would collide with the legacy one).  Costs one primary-key lookup on a database
-    that has its platform organization."""
-    with db.transaction(write=False) as tx:
-        if orgs.platform_organization_exists(tx):
-            return
-    found = legacy_identities(db)
-    if found:
-        raise LegacyDatabaseError(found)
+    """:class:`LegacyDatabaseError` while any primary key still needs the ID cutover, whatever else the
+    database holds (a platform organization created next to legacy rows included): the platform must not
+    start on, or create rows beside, identities the cutover is about to rename.  Costs two index probes per
+    entity table (:mod:`agentfy.cutover.detect`)."""
+    refuse_legacy_identities(db)
 
 
 def rotate_admin_key(db: Database) -> tuple[str, list[str]]:
