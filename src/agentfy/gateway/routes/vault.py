@@ -1,9 +1,9 @@
 """``/v1/vault``: an agent's files — upload (one file or a fail-fast batch), list, download, delete.
 
-The upload is a multipart form whose ``agent_id`` field takes an agent ID **or** an agent_key, resolved by
-the same resolver as every other entry point (the seed's section 7: the form field was once a bypass).  A
-batch (``files`` repeated with ``paths``) is all or nothing (section 9): one bad file fails the request with
-an error naming ``paths[i]`` or ``files[i]``, and nothing is written.
+The upload is a multipart form whose ``agent_id`` field takes an agent ID **or** an agent_key, resolved by the
+same resolver as every other entry point (a form field with its own parsing would be a way around the
+resolver's tenant check).  A batch (``files`` repeated with ``paths``) is all or nothing: one bad file fails
+the request with an error naming ``paths[i]`` or ``files[i]``, and nothing is written.
 """
 
 from __future__ import annotations
