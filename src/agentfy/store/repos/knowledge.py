@@ -1,6 +1,6 @@
 """The knowledge graph: entities and relations of an agent, written in batches by the semantic worker.
 
-Batch ingest follows the seed's fail-fast contract (section 9): every row of ``entities`` and ``relations``
+Batch ingest is all or nothing: every row of ``entities`` and ``relations``
 is validated before the first write — IDs (``agent``, ``kg-entity``), required fields, every agent living
 in the scope's tenant (one query for the batch's distinct agents) and every existing endpoint living in the
 tenant under the relation's agent (one query).  One bad row fails the whole batch with an error naming
@@ -113,7 +113,7 @@ class EntityInput:
     """One entity to ingest.  ``user_id`` is the memory SCOPE it was learnt in (empty: the agent's own).
 
     Keyword-only, like every batch input here: ``agent_id`` and ``user_id`` are adjacent strings that a
-    positional call could swap (the seed's Trap 2).
+    positional call could swap without any error.
     """
 
     agent_id: str
