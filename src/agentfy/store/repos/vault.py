@@ -77,14 +77,9 @@ class VaultDocumentInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class VaultDocument:
-    id: VaultDocumentId
-    tenant_id: OrgId
-    agent_id: AgentId
-    path: str
-    content_type: str
-    size: int
-    created_at: str
+class VaultDocument(VaultDocumentInfo):
+    """A vault document with its content: its listing plus the bytes."""
+
     content: bytes
 
 
