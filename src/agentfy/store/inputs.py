@@ -64,6 +64,12 @@ def text_problem(value: str) -> str | None:
     return f"contains {what} at position {found.start()}"
 
 
+def is_clean_text(value: str) -> bool:
+    """Whether ``value`` passes :func:`text_problem` — the same rule as a predicate, for a loop that checks
+    many strings and asks for the detailed error only on failure."""
+    return _BAD_TEXT.search(value) is None
+
+
 def json_problem(value: object, *, max_depth: int = JSON_MAX_DEPTH) -> str | None:
     """Why a decoded JSON value breaks the policy (naming the path inside it), or ``None``."""
     stack: list[tuple[object, str, int]] = [(value, "", 0)]
