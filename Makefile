@@ -11,7 +11,7 @@ $(BIN)/python:
 
 # Stamps make re-runs instant; they are rebuilt whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[server,postgres]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
