@@ -51,7 +51,7 @@ constraints:
 	$(CONSTRAINTS_VENV)/bin/python -m pip install --quiet -e '.[dev]'
 	{ echo "# Every package of \`pip install -e '.[dev]'\` (transitive ones included) at the version the test-suite"; \
 	  echo "# passed with; the Makefile installs with -c constraints.txt. Regenerate with \`make constraints\`."; \
-	  $(CONSTRAINTS_VENV)/bin/python -m pip freeze --exclude-editable; } > constraints.txt.new
+	  $(CONSTRAINTS_VENV)/bin/python -m pip freeze --all --exclude-editable | grep -v '^pip=='; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
 	rm -rf $(CONSTRAINTS_VENV)
 

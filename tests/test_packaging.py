@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -60,8 +61,15 @@ def _run(*command: str | Path, cwd: Path | None = None) -> subprocess.CompletedP
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built from a copy of what it is made of: setuptools builds in ./build, where files of
+    earlier builds would linger and end up in the wheel, and the checkout is left as it was."""
+    source = tmp_path_factory.mktemp("source")
+    shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
     out = tmp_path_factory.mktemp("wheel")
-    built = _run(sys.executable, "-m", "pip", "wheel", ROOT, "--no-deps", "--quiet", "-w", out)
+    built = _run(sys.executable, "-m", "pip", "wheel", source, "--no-deps", "--no-build-isolation", "--no-index",
+                 "--quiet", "-w", out)
     assert built.returncode == 0, built.stderr
     (path,) = out.glob("agentfy-*.whl")
     return path
