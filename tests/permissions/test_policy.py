@@ -333,7 +333,7 @@ def test_not_found_is_a_store_error_like_any_other() -> None:
 
 
 # -- contract of the checks ----------------------------------------------------------------------------
-@pytest.mark.parametrize("bad", ["bot", "", format_id("team")])
+@pytest.mark.parametrize("bad", ["bot", "", pytest.param(format_id("team"), id="minted-team-id")])
 def test_an_agent_id_that_is_not_one_is_a_caller_bug(world: World, bad: str) -> None:
     for check in CHECKS.values():
         with pytest.raises(InvalidIdError):
