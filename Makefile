@@ -71,6 +71,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.router
 	$(BIN)/python -m bench.events
 	$(BIN)/python -m bench.gateway
+	$(BIN)/python -m bench.runtime
 
 # The change feed on PostgreSQL (commit -> another process's cache; gateway with 1, 2, 4 processes): needs the
 # server at $$AGENTFY_TEST_PG_URL and, for the throughput part, wrk (apt-get install wrk).
