@@ -195,6 +195,9 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
         if gateway.run_workers:
             _start_workers(gateway, settings)
         yield
+        await app.state.channels.aclose()
+        if gateway.runtime is not None:
+            await run_in_threadpool(gateway.runtime.close)
         gateway.stop_workers.set()
         for thread in gateway.worker_threads:
             thread.join(timeout=5)
