@@ -6,7 +6,7 @@ Run: ``.venv/bin/python -m bench.cutover`` (100,000 organizations on both engine
 
 For each engine, in one run:
 
-1. A legacy database is generated (:func:`agentfy.cutover.legacy.generate_legacy_database`; timed and
+1. A legacy database is generated (:func:`tests.cutover.legacy_db.generate_legacy_database`; timed and
    reported, not measured), then ``ANALYZE``/``VACUUM`` as autovacuum would have done.  Its identities
    (entity primary keys) and references (non-null values in every non-primary-key ID column the cutover
    rewrites) are counted; the issue asks for at least 1M and 5M at the default size.
@@ -52,10 +52,10 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from tests.cutover.legacy_db import LegacyShape, generate_legacy_database
 
 import agentfy.cutover
 from agentfy.cutover.engines import open_engine, quote
-from agentfy.cutover.legacy import LegacyShape, generate_legacy_database
 from agentfy.cutover.references import ENTITY_TABLES, References, discover
 from agentfy.cutover.run import CutoverOptions, run_cutover
 from agentfy.cutover.shapes import RETIRED_PREFIX

@@ -49,15 +49,6 @@ from agentfy.cli import app
 from agentfy.cutover.detect import legacy_identities
 from agentfy.cutover.errors import BackupError, CutoverError, IdConflictError, UnknownReferenceError
 from agentfy.cutover.hops import record_hops, resolve_migrated_id
-from agentfy.cutover.legacy import (
-    OLD_PREFIXES,
-    PLATFORM_LEGACY_UUID,
-    PLATFORM_PREFIXED_ID,
-    LegacyManifest,
-    LegacyShape,
-    Style,
-    generate_legacy_database,
-)
 from agentfy.cutover.references import ENTITY_TABLES, JSON_COLUMNS
 from agentfy.cutover.run import CutoverOptions, CutoverReport, run_cutover
 from agentfy.gateway.app import create_app
@@ -73,6 +64,15 @@ from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher, Credentia
 from agentfy.store.repos.orgs import PLATFORM_ORG_ID
 from agentfy.store.schema import metadata
 from tests.conftest import PG_ADMIN_URL
+from tests.cutover.legacy_db import (
+    OLD_PREFIXES,
+    PLATFORM_LEGACY_UUID,
+    PLATFORM_PREFIXED_ID,
+    LegacyManifest,
+    LegacyShape,
+    Style,
+    generate_legacy_database,
+)
 
 KEY = CredentialCipher.generate_key()
 CIPHER = CredentialCipher(KEY)

@@ -49,13 +49,13 @@ from typer.testing import CliRunner
 from agentfy.cli import app
 from agentfy.cutover.engines import scratch_database_prefix, scratch_directory_prefix
 from agentfy.cutover.errors import BackupError, CutoverError, CutoverRefusedError
-from agentfy.cutover.legacy import PLATFORM_LEGACY_UUID, LegacyManifest, LegacyShape, generate_legacy_database
 from agentfy.cutover.run import STEPS, CutoverOptions, CutoverReport, NullProgress, run_cutover
 from agentfy.ids import is_canonical_id
 from agentfy.store.db import Database
 from agentfy.store.repos.credentials import CredentialCipher
 from agentfy.store.repos.orgs import PLATFORM_ORG_ID
 from tests.conftest import PG_ADMIN_URL
+from tests.cutover.legacy_db import PLATFORM_LEGACY_UUID, LegacyManifest, LegacyShape, generate_legacy_database
 
 SHAPE = LegacyShape(organizations=2)
 KEY = CredentialCipher.generate_key()
