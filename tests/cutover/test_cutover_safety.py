@@ -3,10 +3,10 @@
 Covered (each on both engines unless said otherwise):
 
 1. ``SIGKILL`` at the start of every step of :data:`agentfy.cutover.run.STEPS` (and once in the middle of the
-   restore check, while the scratch copy exists): the process dies by ``SIGKILL``, the database is exactly its
-   starting state (every row of every table on SQLite; a per-table digest plus the constraints on PostgreSQL),
-   a rerun succeeds and a third run changes nothing.  A successful run leaves no scratch database
-   (``agentfy_cutover_check_%``) nor scratch file behind.
+   restore check: on PostgreSQL while the scratch database exists): the process dies by ``SIGKILL``, the
+   database is exactly its starting state (every row of every table on SQLite; a per-table digest plus the
+   constraints on PostgreSQL), a rerun succeeds and a third run changes nothing.  A successful run leaves no
+   scratch database (``agentfy_cutover_check_%``) nor scratch file behind.
 2. A concurrent writer: an open write transaction (SQLite ``BEGIN IMMEDIATE``; PostgreSQL a session in a
    transaction) makes the cutover refuse within seconds, never hang, and change nothing; once it is gone the
    cutover succeeds.  On PostgreSQL an idle session is enough to be refused (the message names it); on SQLite an
@@ -104,7 +104,7 @@ class Interrupting(NullProgress):
             os.kill(os.getpid(), signal.SIGKILL)
         if mode in ("term-later", "kill-later") and self.current == step and not self.armed:
             self.armed = True
-            # while the restore (pg_restore, or SQLite's copy) runs
+            # while the restore (pg_restore, or SQLite's integrity check and checksums) runs
             number = signal.SIGTERM if mode == "term-later" else signal.SIGKILL
             threading.Timer(0.15, os.kill, (os.getpid(), number)).start()
             if url.startswith("sqlite"):  # its copy is done in milliseconds: be inside it when the signal comes
@@ -381,7 +381,7 @@ def assert_succeeds_then_idempotent(legacy: Legacy, backups: Path, name: str = "
 def test_sigkill_at_any_step_leaves_the_starting_state(legacy: Legacy, backups: Path, tmp_path: Path,
                                                        where: str) -> None:
     """``where`` is a step (killed as it starts) or ``step:inside`` (killed at its first progress update: on
-    SQLite while the backup or the scratch copy is being written, on PostgreSQL just before ``pg_dump`` or just
+    SQLite while the backup is being written or checked, on PostgreSQL just before ``pg_dump`` or just
     after the scratch database was created)."""
     step, _, inside = where.partition(":")
     backup = backups / "killed.bak"
