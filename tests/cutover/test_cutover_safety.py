@@ -57,6 +57,9 @@ from agentfy.store.repos.orgs import PLATFORM_ORG_ID
 from tests.conftest import PG_ADMIN_URL
 from tests.cutover.legacy_db import PLATFORM_LEGACY_UUID, LegacyManifest, LegacyShape, generate_legacy_database
 
+#: Every test here runs whole cutovers, most in child processes it kills or signals: about 7 s each.
+pytestmark = pytest.mark.slow
+
 SHAPE = LegacyShape(organizations=2)
 KEY = CredentialCipher.generate_key()
 CIPHER = CredentialCipher(KEY)
@@ -727,7 +730,6 @@ def test_writers_that_connect_during_the_run_are_kept_out(legacy: Legacy, backup
     assert platform_setting(legacy.url, "late-writer") is None
 
 
-@pytest.mark.slow
 def test_a_rerun_after_a_sigkill_lets_connections_in_again(legacy: Legacy, backups: Path, tmp_path: Path) -> None:
     """Killed while connections were refused: the next run lifts the fence itself, runs, and leaves the
     database accepting connections."""
@@ -746,7 +748,6 @@ def test_a_rerun_after_a_sigkill_lets_connections_in_again(legacy: Legacy, backu
 
 
 # -- 8. signals and children --------------------------------------------------------------------------------------
-@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["term-later", "kill-later"])
 def test_a_signal_during_the_restore_check_leaves_no_child_and_no_scratch(legacy: Legacy, backups: Path,
                                                                          tmp_path: Path, mode: str) -> None:
