@@ -80,9 +80,11 @@ bench-changefeed: $(VENV)/.installed-dev
 
 # The ID cutover against plain UPDATE ... FROM statements on both engines: 100,000 organizations by default
 # (long: generation alone takes many minutes); `make bench-cutover ORGS=30000` for a smaller valid run,
-# `ENGINE=sqlite` (or postgresql) for one engine.
+# `ENGINE=sqlite` (or postgresql) for one engine; `SMALL=1` for the small-database comparison (3,000
+# organizations unless ORGS, the baseline with the plain backup and FK check included).
 bench-cutover: $(VENV)/.installed-dev
-	$(BIN)/python -m bench.cutover $(if $(ORGS),--organizations $(ORGS),) $(if $(ENGINE),--engine $(ENGINE),)
+	$(BIN)/python -m bench.cutover $(if $(ORGS),--organizations $(ORGS),) $(if $(ENGINE),--engine $(ENGINE),) \
+		$(if $(SMALL),--small,)
 
 clean:
 	rm -rf $(VENV) $(CONSTRAINTS_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
