@@ -99,25 +99,16 @@ def _draws() -> re.Pattern[bytes]:
                       + adjective + b".*")
 
 
-#: Where the three bytes of a word-pair code sit in a native unsigned int (``memoryview.cast("I")``): the
-#: second pair byte lowest, then the adjective byte, then the pair's bit 8.
-_CODE_OFFSETS: Final = (0, 1, 2) if sys.byteorder == "little" else (3, 2, 1)
+#: Where the two bytes of a noun code sit in a native unsigned short (``memoryview.cast("H")``): the second
+#: pair byte low, the pair's bit 8 high, so the code is the noun index (``pair & 511``).
+_NOUN_CODE_OFFSETS: Final = (0, 1) if sys.byteorder == "little" else (1, 0)
 #: byte -> its bit 0, which the noun mask makes bit 8 of the noun index.
 _NOUN_HIGH_BIT: Final = bytes(b & 1 for b in range(256))
-
-
-@functools.cache
-def _word_pairs() -> list[str]:
-    """``"-<adjective>-<noun>-"`` by word-pair code ``second pair byte | adjective << 8 | bit 8 << 16``.
-
-    A list of 2**17 slots (60,000 used; the rest are never looked up), built on the first mint from the CSPRNG
-    pool (a few tens of milliseconds), not at import, so that validating processes and the CLI do not pay.
-    """
-    table = [""] * (1 << 17)
-    for adjective_index, adjective in enumerate(_ADJECTIVES):
-        for noun_index, noun in enumerate(_NOUNS):
-            table[(noun_index & 255) | adjective_index << 8 | (noun_index >> 8) << 16] = f"-{adjective}-{noun}-"
-    return table
+#: ``"-<adjective>-"`` by adjective byte and ``"<noun>-"`` by masked noun pair (the slots at or above the
+#: counts are never looked up).  Kept this small on purpose: a table of all 60,000 word pairs is several
+#: megabytes, and the cache misses of looking into it cost more than the one extra concatenation.
+_ADJECTIVE_PARTS: Final = tuple(f"-{adjective}-" for adjective in _ADJECTIVES) + ("",) * (256 - _ADJECTIVE_COUNT)
+_NOUN_PARTS: Final = tuple(f"{noun}-" for noun in _NOUNS) + ("",) * (_NOUN_MASK + 1 - _NOUN_COUNT)
 
 
 def tails_from_stream(stream: bytes) -> list[str]:
@@ -126,7 +117,8 @@ def tails_from_stream(stream: bytes) -> list[str]:
     The same draw as :func:`_format_from_source` over a source that reads ``stream`` front to back (property
     tests hold it equal to that and to a plain transcription of the reference), done in C for the whole
     stream because it is the minting hot path: the regular expression walks the draws, and the rest are
-    whole-buffer operations (strided copies, one translate, one split) and two ``map`` passes; no Python
+    whole-buffer operations (strided copies, one translate, one split) and ``map`` passes over small word
+    tables; no Python
     bytecode runs per ID.  Stops at the last whole tail.
     """
     draws = _draws().findall(stream)
@@ -138,12 +130,10 @@ def tails_from_stream(stream: bytes) -> list[str]:
     adjective_bytes, requests = zip(*draws, strict=True)
     # requests: per draw 21 bytes, the noun pair then the 19-byte nanoid request.
     request_bytes = b"".join(requests)
-    codes = bytearray(4 * count)
-    low, adjective, high = _CODE_OFFSETS
-    codes[low::4] = request_bytes[1::21]
-    codes[adjective::4] = b"".join(adjective_bytes)
-    codes[high::4] = request_bytes[0::21].translate(_NOUN_HIGH_BIT)
-    words = map(_word_pairs().__getitem__, memoryview(codes).cast("I"))
+    noun_codes = bytearray(2 * count)
+    low, high = _NOUN_CODE_OFFSETS
+    noun_codes[low::2] = request_bytes[1::21]
+    noun_codes[high::2] = request_bytes[0::21].translate(_NOUN_HIGH_BIT)
     # A suffix is its request's last 12 bytes, last first: reversing everything puts each draw's suffix
     # letters first in its 21-byte block, in order (the blocks run last draw first); the other 9 bytes of a
     # block become spaces to split on.
@@ -153,7 +143,9 @@ def tails_from_stream(stream: bytes) -> list[str]:
         letters[offset::21] = spaces
     suffixes = letters.decode("ascii").split()
     suffixes.reverse()
-    return list(map(str.__add__, words, suffixes))
+    adjectives = map(_ADJECTIVE_PARTS.__getitem__, b"".join(adjective_bytes))
+    nouns = map(_NOUN_PARTS.__getitem__, memoryview(noun_codes).cast("H"))
+    return list(map("".join, zip(adjectives, nouns, suffixes, strict=True)))
 
 
 _TAILS: Final = OncePool(lambda: tails_from_stream(os.urandom(TAIL_BATCH_BYTES)))
