@@ -4,7 +4,8 @@ Contract (``../shared/seeds/id-format.txt``, "Validation"):
 
 * a value is accepted only as it is: no case folding, Unicode normalisation, percent-decoding or trimming;
 * anything that is not a ``str`` is refused (``False``), never an exception;
-* the length is checked (at most ``ID_MAX_LENGTH``) before any parsing;
+* the length is bounded (at most ``ID_MAX_LENGTH``) before any parsing: checked, or, on the canonical hot
+  path, bounded by the compiled pattern, which reads at most ``CANONICAL_MAX_WIDTH`` characters;
 * ``prefix`` is one prefix, an iterable of prefixes, or ``None`` for any; a prefix outside the registry
   is a programming error and raises :class:`~agentfy.ids.registry.UnknownPrefixError` (a ``ValueError``);
 * validation never looks anything up and never grants access.
@@ -101,6 +102,10 @@ def _canonical(text: str, prefixes: Prefixes) -> bool:
 
 
 CanonicalMatcher = Callable[[str], "re.Match[str] | None"]
+#: The longest canonical ID: the longest registered prefix, the two longest words and the suffix.  A canonical
+#: pattern never reads further than this (plus one character) into a value.
+CANONICAL_MAX_WIDTH: Final = (max(map(len, ID_PREFIXES)) + max(map(len, ADJECTIVES)) + max(map(len, NOUNS))
+                              + ID_SUFFIX_LENGTH + 3)
 #: ``prefix`` argument (one registered prefix, or ``None`` for any) -> the ``fullmatch`` of the canonical
 #: shape for it.  Filled on first use: compiling all of them at import would slow every process start.
 _CANONICAL_MATCHERS: Final[dict[object, CanonicalMatcher]] = {}
@@ -127,7 +132,7 @@ def _compiled_canonical(prefixes: frozenset[str]) -> CanonicalMatcher:
 def _build_is_canonical_id() -> Callable[..., bool]:
     # Hot path: one dict look-up for the prefix's compiled shape, one length check, one fullmatch.  The
     # names are bound in this closure because module-global look-ups would cost a noticeable share of a call.
-    matchers, matcher_for, exact_str, max_length = _CANONICAL_MATCHERS, canonical_matcher, _exact_str, ID_MAX_LENGTH
+    matchers, matcher_for, exact_str = _CANONICAL_MATCHERS, canonical_matcher, _exact_str
 
     def is_canonical_id(value: object, prefix: PrefixArg = None) -> bool:
         """Whether ``value`` is ``<registered prefix>-<adjective>-<noun>-<12 Crockford base32>``."""
@@ -135,8 +140,12 @@ def _build_is_canonical_id() -> Callable[..., bool]:
             fullmatch = matchers[prefix]
         except (KeyError, TypeError):  # not compiled yet, unregistered, or several prefixes (or unhashable)
             fullmatch = matcher_for(prefix)
-        text = value if value.__class__ is str else exact_str(value)
-        return text is not None and len(text) <= max_length and fullmatch(text) is not None
+        if value.__class__ is str:
+            # No length check first: the pattern reads at most ``CANONICAL_MAX_WIDTH`` (<= ID_MAX_LENGTH)
+            # characters before it fails, so no input costs more than a valid ID.
+            return fullmatch(value) is not None
+        text = exact_str(value)
+        return text is not None and fullmatch(text) is not None
 
     return is_canonical_id
 
@@ -188,7 +197,7 @@ def _build_is_id() -> Callable[..., bool]:
                 fullmatch = matchers[prefix]
             except KeyError:
                 fullmatch = matcher_for(prefix)  # compiles it, or UnknownPrefixError
-            if len(text) <= max_length and fullmatch(text) is not None:
+            if fullmatch(text) is not None:  # reads at most CANONICAL_MAX_WIDTH characters
                 return True
             parts = text.rsplit("-", 3)
             if len(parts) < 4:
