@@ -2,9 +2,10 @@
 
 Every shape but the bare UUID is ``<prefix>-<word>-...-<word>-<suffix>`` with a fixed number of trailing
 segments, so a hyphenated prefix is never ambiguous (``team-api-key-…`` is never a ``team`` ID).  Matching
-splits from the right, checks each word against its dictionary and the suffix against its alphabet; no
-regular expression runs on the hot path and nothing is ever normalised (the dictionaries and alphabets are
-ASCII lower case, so upper case, look-alikes, percent-encoding and whitespace simply do not match).
+splits from the right, checks each word against its dictionary and the suffix against its alphabet;
+:meth:`WordsFormat.compiled` is the same decision as one compiled pattern, for the validators' hot path.
+Nothing is ever normalised (the dictionaries and alphabets are ASCII lower case, so upper case, look-alikes,
+percent-encoding and whitespace simply do not match).
 
 What the seed leaves open, decided here (see ``docs/id-format.md``):
 
