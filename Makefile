@@ -3,19 +3,20 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint typecheck pytest browser bench bench-cutover bench-changefeed clean
+.PHONY: run test test-fast lint typecheck pytest pytest-fast browser constraints bench bench-cutover bench-changefeed clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Stamps make re-runs instant; they are rebuilt whenever pyproject.toml changes.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+# Every install takes the exact versions the test-suite passed with (constraints.txt; `make constraints`
+# refreshes them). Stamps make re-runs instant; they are rebuilt whenever pyproject.toml or the pins change.
+$(VENV)/.installed: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[server,postgres]'
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(VENV)/.installed-dev: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
 # The main job: migrate the embedded SQLite database (./var/agentfy.db, or $$AGENTFY_DATABASE_URL), create
@@ -44,11 +45,33 @@ pytest: $(VENV)/.installed-dev browser
 
 test: lint typecheck pytest
 
+# The inner loop: the same checks without the tests marked slow (wheel builds, forks, threads, full files).
+pytest-fast: $(VENV)/.installed-dev
+	$(BIN)/pytest -m "not slow"
+
+test-fast: lint typecheck pytest-fast
+
+# Newest versions pyproject.toml allows, installed into a throw-away environment and pinned, transitive
+# dependencies included. Run it to take updates (then `make test`), and commit constraints.txt with the result.
+CONSTRAINTS_VENV := $(VENV)-constraints
+constraints:
+	rm -rf $(CONSTRAINTS_VENV)
+	$(PYTHON) -m venv $(CONSTRAINTS_VENV)
+	$(CONSTRAINTS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CONSTRAINTS_VENV)/bin/python -m pip install --quiet -e '.[dev]'
+	{ echo "# Every package of \`pip install -e '.[dev]'\` (transitive ones included) at the version the test-suite"; \
+	  echo "# passed with; the Makefile installs with -c constraints.txt. Regenerate with \`make constraints\`."; \
+	  $(CONSTRAINTS_VENV)/bin/python -m pip freeze --all --exclude-editable | grep -v '^pip=='; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	rm -rf $(CONSTRAINTS_VENV)
+
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.ids
 	$(BIN)/python -m bench.store
 	$(BIN)/python -m bench.router
 	$(BIN)/python -m bench.events
+	$(BIN)/python -m bench.gateway
+	$(BIN)/python -m bench.runtime
 
 # The change feed on PostgreSQL (commit -> another process's cache; gateway with 1, 2, 4 processes): needs the
 # server at $$AGENTFY_TEST_PG_URL and, for the throughput part, wrk (apt-get install wrk).
@@ -57,9 +80,11 @@ bench-changefeed: $(VENV)/.installed-dev
 
 # The ID cutover against plain UPDATE ... FROM statements on both engines: 100,000 organizations by default
 # (long: generation alone takes many minutes); `make bench-cutover ORGS=30000` for a smaller valid run,
-# `ENGINE=sqlite` (or postgresql) for one engine.
+# `ENGINE=sqlite` (or postgresql) for one engine; `SMALL=1` for the small-database comparison (3,000
+# organizations unless ORGS, the baseline with the plain backup and FK check included).
 bench-cutover: $(VENV)/.installed-dev
-	$(BIN)/python -m bench.cutover $(if $(ORGS),--organizations $(ORGS),) $(if $(ENGINE),--engine $(ENGINE),)
+	$(BIN)/python -m bench.cutover $(if $(ORGS),--organizations $(ORGS),) $(if $(ENGINE),--engine $(ENGINE),) \
+		$(if $(SMALL),--small,)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(CONSTRAINTS_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -154,7 +154,8 @@ def measure(dialect: str, db: Database, bare_base: str) -> None:
     db.dispose()
     port = free_port()
     ours = start("agentfy.gateway.server:app_from_env", port,
-                 {"AGENTFY_DATABASE_URL": url, "AGENTFY_SIGNING_KEY": SIGNING_KEY, "AGENTFY_RUN_WORKERS": "0"},
+                 {"AGENTFY_DATABASE_URL": url, "AGENTFY_SIGNING_KEY": SIGNING_KEY,
+                  "AGENTFY_SERVE_EVENT_WORKERS": "false"},
                  os.getcwd(), factory=True)
     try:
         (_scope_a, head_a, agent_a), (_scope_b, head_b, agent_b) = tenants

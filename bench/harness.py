@@ -1,13 +1,17 @@
 """Shared benchmark harness: candidate and baseline measured alternately in one process, ratios reported.
 
 Machines here are noisy, so absolute times are not comparable between runs; a ratio against a baseline
-measured in the same run, interleaved round by round, is.  Each figure is the best of ``rounds`` runs
-(the least disturbed one), and the ratio divides the two bests.
+measured in the same run, interleaved round by round, is.  Each round times one ``candidate(n)`` and one
+``baseline(n)`` call, back to back, the order swapped every round so that neither side always runs on the
+warmer (or the more disturbed) half.  Each figure is the *median* rate of its side's rounds and the ratio
+divides the two medians: a burst of load on the shared machine moves a median by one rank at most, whereas
+a best-of figure rewards whichever side happened to get the one quiet moment.
 """
 
 from __future__ import annotations
 
 import platform
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -16,6 +20,11 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Comparison:
+    """One benchmark line: the candidate's and the baseline's rates (operations per second) and a goal.
+
+    ``goal`` is the ratio the candidate must reach (``None``: reported only).
+    """
+
     name: str
     candidate: str
     baseline: str
@@ -35,24 +44,41 @@ class Comparison:
                 f"({self.baseline})  = {self.ratio:5.2f}x{verdict}")
 
 
-def best_rate(run: Callable[[int], object], n: int) -> float:
+def rate(run: Callable[[int], object], n: int) -> float:
     """Operations per second of one ``run(n)`` call."""
     start = time.perf_counter()
     run(n)
     return n / (time.perf_counter() - start)
 
 
+def alternating_rates(candidate: Callable[[int], object], baseline: Callable[[int], object], *, n: int,
+                      rounds: int) -> tuple[list[float], list[float]]:
+    """``rounds`` rates of each side, measured one round at a time, the order swapped every round."""
+    candidate_rates: list[float] = []
+    baseline_rates: list[float] = []
+    for round_number in range(rounds):
+        if round_number % 2 == 0:
+            candidate_rates.append(rate(candidate, n))
+            baseline_rates.append(rate(baseline, n))
+        else:
+            baseline_rates.append(rate(baseline, n))
+            candidate_rates.append(rate(candidate, n))
+    return candidate_rates, baseline_rates
+
+
 def compare(name: str, candidate: Callable[[int], object], baseline: Callable[[int], object], *, n: int,
             rounds: int = 7, candidate_label: str = "", baseline_label: str = "",
             goal: float | None = None) -> Comparison:
-    """Run ``candidate(n)`` and ``baseline(n)`` alternately ``rounds`` times; keep each one's best rate."""
+    """Run ``candidate(n)`` and ``baseline(n)`` in ``rounds`` alternating rounds; report each one's median rate.
+
+    The ratio is median candidate rate / median baseline rate.  An odd ``rounds`` makes each median one
+    measured round rather than the mean of two.
+    """
     candidate(min(n, 1000))
     baseline(min(n, 1000))  # warm-up: imports, caches, first pool batch
-    best_candidate = best_baseline = 0.0
-    for _ in range(rounds):
-        best_candidate = max(best_candidate, best_rate(candidate, n))
-        best_baseline = max(best_baseline, best_rate(baseline, n))
-    return Comparison(name, candidate_label or name, baseline_label, best_candidate, best_baseline, goal)
+    candidate_rates, baseline_rates = alternating_rates(candidate, baseline, n=n, rounds=rounds)
+    return Comparison(name, candidate_label or name, baseline_label, statistics.median(candidate_rates),
+                      statistics.median(baseline_rates), goal)
 
 
 def header(title: str) -> None:

@@ -904,7 +904,8 @@ def serve(
     default_settings.cache_clear()  # with one server process this process serves too: read them again
     uvicorn.run("agentfy.gateway.server:app_from_env", factory=True, host=settings.serve.host,
                 port=settings.serve.port, workers=settings.serve.workers, ws_max_size=MAX_FRAME_BYTES,
-                log_config=uvicorn_log_config(settings.log), log_level=settings.log.level)
+                log_config=uvicorn_log_config(settings.log), log_level=settings.log.level,
+                access_log=False)  # each request's agentfy.request record is the access log, with its identity
 
 
 @config_app.command("show")

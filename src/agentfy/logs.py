@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from agentfy.settings import LogSettings
 
-#: The attributes every LogRecord has; anything else on a record was attached by its caller.
-_STANDARD: Final = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime",
-                                                                                       "taskName"}
+#: The attributes every LogRecord has; anything else on a record was attached by its caller.  uvicorn's
+#: ``color_message`` repeats the message with terminal escapes: never printed.
+_STANDARD: Final = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message", "asctime", "taskName", "color_message"}
 
 
 @dataclass(slots=True)

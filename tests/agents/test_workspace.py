@@ -108,7 +108,8 @@ def test_decode_refuses_names_the_encoder_never_produces(name: str) -> None:
 
 # -- Tenant slugs ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("bad", ["", "Acme", "acme corp", "-acme", "acme--corp", "a" * 64, None,
-                                 format_id("org"), "0193a5b0-7000-7000-8000-000000000001"])
+                                 pytest.param(format_id("org"), id="minted-org-id"),
+                                 "0193a5b0-7000-7000-8000-000000000001"])
 def test_tenant_slug_rules(bad: object) -> None:
     with pytest.raises(InvalidTenantSlugError):
         parse_tenant_slug(bad)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -28,6 +29,7 @@ def test_only_the_id_tokens_change_in_a_document() -> None:
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.text() | st.just(OLD),
                     lambda inner: st.lists(inner) | st.dictionaries(st.text() | st.just(OLD), inner), max_leaves=20),
        st.sampled_from([None, 2]), st.booleans())
+@pytest.mark.slow
 def test_a_rewritten_document_parses_to_the_translated_document(document: object, indent: int | None,
                                                                 ascii_only: bool) -> None:
     import json
@@ -48,6 +50,7 @@ def test_a_rewritten_document_parses_to_the_translated_document(document: object
         assert len(rewritten) - len(text) == (len(NEW) - len(OLD)) * rewritten.count(NEW)  # nothing else moved
 
 
+@pytest.mark.slow
 def test_documents_keep_their_formatting_and_escapes(db: Database, tmp_path: Path) -> None:
     manifest = generate(db)
     agent = next(a for a in manifest.identities["agents"] if len(a) == 36)
@@ -62,6 +65,7 @@ def test_documents_keep_their_formatting_and_escapes(db: Database, tmp_path: Pat
 
 
 # -- old IDs written after an earlier cutover ---------------------------------------------------------------------
+@pytest.mark.slow
 def test_old_ids_written_after_a_cutover_are_rewritten_by_the_next_run(db: Database, tmp_path: Path) -> None:
     manifest = generate(db, "mixed")
     uuid_era = "7c0c1e2a-3d4f-4a5b-8c6d-7e8f9a0b1c2d"

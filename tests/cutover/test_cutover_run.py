@@ -49,15 +49,6 @@ from agentfy.cli import app
 from agentfy.cutover.detect import legacy_identities
 from agentfy.cutover.errors import BackupError, CutoverError, IdConflictError, UnknownReferenceError
 from agentfy.cutover.hops import record_hops, resolve_migrated_id
-from agentfy.cutover.legacy import (
-    OLD_PREFIXES,
-    PLATFORM_LEGACY_UUID,
-    PLATFORM_PREFIXED_ID,
-    LegacyManifest,
-    LegacyShape,
-    Style,
-    generate_legacy_database,
-)
 from agentfy.cutover.references import ENTITY_TABLES, JSON_COLUMNS
 from agentfy.cutover.run import CutoverOptions, CutoverReport, run_cutover
 from agentfy.gateway.app import create_app
@@ -73,6 +64,15 @@ from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher, Credentia
 from agentfy.store.repos.orgs import PLATFORM_ORG_ID
 from agentfy.store.schema import metadata
 from tests.conftest import PG_ADMIN_URL
+from tests.cutover.legacy_db import (
+    OLD_PREFIXES,
+    PLATFORM_LEGACY_UUID,
+    PLATFORM_PREFIXED_ID,
+    LegacyManifest,
+    LegacyShape,
+    Style,
+    generate_legacy_database,
+)
 
 KEY = CredentialCipher.generate_key()
 CIPHER = CredentialCipher(KEY)
@@ -306,6 +306,7 @@ def test_a_fresh_legacy_database_gets_canonical_ids_everywhere(db: Database, tmp
     assert set(column(db, "SELECT content FROM session_messages")) == {f"agent {first_agent} said hi"}
 
 
+@pytest.mark.slow
 def test_an_already_migrated_database_swaps_the_retired_prefixes_and_keeps_tails(db: Database,
                                                                                  tmp_path: Path) -> None:
     uuid_era = "5b0c1e2a-3d4f-4a5b-8c6d-7e8f9a0b1c2d"
@@ -334,6 +335,7 @@ def test_an_already_migrated_database_swaps_the_retired_prefixes_and_keeps_tails
     assert hops_of(db, [uuid_era]) == {uuid_era: "org" + prefixed_org.removeprefix("organization")}  # two hops
 
 
+@pytest.mark.slow
 def test_a_mixed_database_gets_both_treatments_and_credentials_follow_their_owner(db: Database,
                                                                                   tmp_path: Path) -> None:
     manifest, report, mapping = cutover_and_check_every_reference(db, tmp_path, "mixed", page_size=2)  # many pages
@@ -378,6 +380,7 @@ def test_a_canonical_database_is_left_alone(db: Database, tmp_path: Path) -> Non
 
 
 # -- signed contexts, API keys, the HTTP API ------------------------------------------------------------------
+@pytest.mark.slow
 def test_signed_contexts_are_revoked_and_api_keys_keep_working(db: Database, tmp_path: Path) -> None:
     manifest = generate(db)
     old_org = next(org for org in manifest.org_styles if org != manifest.platform_org_id)
@@ -438,6 +441,7 @@ def server_state(db: Database) -> dict[str, Any]:
     return state
 
 
+@pytest.mark.slow
 def test_a_dry_run_reports_the_changes_and_leaves_the_database_identical(db: Database, tmp_path: Path) -> None:
     manifest = generate(db)
     state: Callable[[Database], Any] = file_state if db.dialect == "sqlite" else server_state
@@ -517,6 +521,7 @@ def test_one_uuid_shared_by_two_entities_is_a_conflict(db: Database, tmp_path: P
     refused(db, tmp_path, IdConflictError, f"{shared} is the primary key of a row in agents and one in users")
 
 
+@pytest.mark.slow
 def test_a_translated_id_inside_a_longer_json_string_is_refused(db: Database, tmp_path: Path) -> None:
     """Only whole string values are references; a link that embeds an old ID would be left dangling."""
     manifest = generate(db)
@@ -564,6 +569,7 @@ class RepeatsFirstIds:
         return self.rng.randbytes(n)
 
 
+@pytest.mark.slow
 def test_minted_ids_that_collide_are_minted_again(db: Database, tmp_path: Path) -> None:
     taken = format_id("domain-event", bytes)  # what the source's first IDs are: an event has it already
     insert = ("INSERT INTO event_outbox (id, tenant_id, type, source_id, occurred_at, payload, status, attempts, "
@@ -582,6 +588,7 @@ def test_minted_ids_that_collide_are_minted_again(db: Database, tmp_path: Path) 
 
 
 # -- the command line -----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_command_as_an_operator_uses_it(db: Database, db_url: str, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)

@@ -3,10 +3,10 @@
 Covered (each on both engines unless said otherwise):
 
 1. ``SIGKILL`` at the start of every step of :data:`agentfy.cutover.run.STEPS` (and once in the middle of the
-   restore check, while the scratch copy exists): the process dies by ``SIGKILL``, the database is exactly its
-   starting state (every row of every table on SQLite; a per-table digest plus the constraints on PostgreSQL),
-   a rerun succeeds and a third run changes nothing.  A successful run leaves no scratch database
-   (``agentfy_cutover_check_%``) nor scratch file behind.
+   restore check: on PostgreSQL while the scratch database exists): the process dies by ``SIGKILL``, the
+   database is exactly its starting state (every row of every table on SQLite; a per-table digest plus the
+   constraints on PostgreSQL), a rerun succeeds and a third run changes nothing.  A successful run leaves no
+   scratch database (``agentfy_cutover_check_%``) nor scratch file behind.
 2. A concurrent writer: an open write transaction (SQLite ``BEGIN IMMEDIATE``; PostgreSQL a session in a
    transaction) makes the cutover refuse within seconds, never hang, and change nothing; once it is gone the
    cutover succeeds.  On PostgreSQL an idle session is enough to be refused (the message names it); on SQLite an
@@ -49,13 +49,16 @@ from typer.testing import CliRunner
 from agentfy.cli import app
 from agentfy.cutover.engines import scratch_database_prefix, scratch_directory_prefix
 from agentfy.cutover.errors import BackupError, CutoverError, CutoverRefusedError
-from agentfy.cutover.legacy import PLATFORM_LEGACY_UUID, LegacyManifest, LegacyShape, generate_legacy_database
 from agentfy.cutover.run import STEPS, CutoverOptions, CutoverReport, NullProgress, run_cutover
 from agentfy.ids import is_canonical_id
 from agentfy.store.db import Database
 from agentfy.store.repos.credentials import CredentialCipher
 from agentfy.store.repos.orgs import PLATFORM_ORG_ID
 from tests.conftest import PG_ADMIN_URL
+from tests.cutover.legacy_db import PLATFORM_LEGACY_UUID, LegacyManifest, LegacyShape, generate_legacy_database
+
+#: Every test here runs whole cutovers, most in child processes it kills or signals: about 7 s each.
+pytestmark = pytest.mark.slow
 
 SHAPE = LegacyShape(organizations=2)
 KEY = CredentialCipher.generate_key()
@@ -104,7 +107,7 @@ class Interrupting(NullProgress):
             os.kill(os.getpid(), signal.SIGKILL)
         if mode in ("term-later", "kill-later") and self.current == step and not self.armed:
             self.armed = True
-            # while the restore (pg_restore, or SQLite's copy) runs
+            # while the restore (pg_restore, or SQLite's integrity check and checksums) runs
             number = signal.SIGTERM if mode == "term-later" else signal.SIGKILL
             threading.Timer(0.15, os.kill, (os.getpid(), number)).start()
             if url.startswith("sqlite"):  # its copy is done in milliseconds: be inside it when the signal comes
@@ -381,7 +384,7 @@ def assert_succeeds_then_idempotent(legacy: Legacy, backups: Path, name: str = "
 def test_sigkill_at_any_step_leaves_the_starting_state(legacy: Legacy, backups: Path, tmp_path: Path,
                                                        where: str) -> None:
     """``where`` is a step (killed as it starts) or ``step:inside`` (killed at its first progress update: on
-    SQLite while the backup or the scratch copy is being written, on PostgreSQL just before ``pg_dump`` or just
+    SQLite while the backup is being written or checked, on PostgreSQL just before ``pg_dump`` or just
     after the scratch database was created)."""
     step, _, inside = where.partition(":")
     backup = backups / "killed.bak"
@@ -727,7 +730,6 @@ def test_writers_that_connect_during_the_run_are_kept_out(legacy: Legacy, backup
     assert platform_setting(legacy.url, "late-writer") is None
 
 
-@pytest.mark.slow
 def test_a_rerun_after_a_sigkill_lets_connections_in_again(legacy: Legacy, backups: Path, tmp_path: Path) -> None:
     """Killed while connections were refused: the next run lifts the fence itself, runs, and leaves the
     database accepting connections."""
@@ -746,7 +748,6 @@ def test_a_rerun_after_a_sigkill_lets_connections_in_again(legacy: Legacy, backu
 
 
 # -- 8. signals and children --------------------------------------------------------------------------------------
-@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["term-later", "kill-later"])
 def test_a_signal_during_the_restore_check_leaves_no_child_and_no_scratch(legacy: Legacy, backups: Path,
                                                                          tmp_path: Path, mode: str) -> None:

@@ -6,12 +6,20 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-from agentfy.cutover.legacy import (
+from agentfy.ids import is_canonical_id
+from agentfy.store import orphans
+from agentfy.store.db import Database
+from agentfy.store.repos.api_keys import hash_api_key
+from agentfy.store.repos.credentials import CredentialCipher, CredentialDecryptionError
+from agentfy.store.repos.teams import hash_team_api_key
+from agentfy.store.schema import metadata
+from tests.cutover.legacy_db import (
     OLD_PREFIXES,
     PLATFORM_LEGACY_UUID,
     PLATFORM_PREFIXED_ID,
@@ -20,13 +28,6 @@ from agentfy.cutover.legacy import (
     RowStyle,
     generate_legacy_database,
 )
-from agentfy.ids import is_canonical_id
-from agentfy.store import orphans
-from agentfy.store.db import Database
-from agentfy.store.repos.api_keys import hash_api_key
-from agentfy.store.repos.credentials import CredentialCipher, CredentialDecryptionError
-from agentfy.store.repos.teams import hash_team_api_key
-from agentfy.store.schema import metadata
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 SMALL = LegacyShape(organizations=4, members=3, credentials=2, policies=1, agents=3, teams=2, sessions=2,
@@ -300,3 +301,13 @@ def test_a_bigger_database_is_fast_and_batched(sqlite_db: Database, cipher: Cred
     assert len(manifest.identities["memory_chunks"]) == 100  # a sample, not every ID
     assert len(manifest.credentials) == 100
     assert not [f for f in orphans.scan(sqlite_db) if not f.problem.startswith("not a valid ")]
+
+
+def test_the_generator_is_not_part_of_the_installed_package() -> None:
+    """It is test and benchmark tooling: an operator's install has no way to write a legacy database."""
+    import importlib.util
+
+    from agentfy import cutover
+
+    assert importlib.util.find_spec("agentfy.cutover.legacy") is None
+    assert not any(name.startswith("legacy") for name in (p.name for p in Path(cutover.__file__).parent.iterdir()))

@@ -103,6 +103,7 @@ def test_ctrl_c_and_sigterm_leave_no_claim(db_url: str, stop_signal: signal.Sign
         db.dispose()
 
 
+@pytest.mark.slow
 def test_a_worker_killed_between_claim_and_ack_loses_nothing(db_url: str) -> None:
     db = Database(db_url)
     try:

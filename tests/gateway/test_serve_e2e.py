@@ -17,9 +17,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 import websockets
 
 from tests.conftest import PgDatabases
+
+pytestmark = pytest.mark.slow  # every test starts `agentfy serve` processes: 5 to 40 seconds each
 
 ROOT = Path(__file__).resolve().parents[2]
 SIGNING_KEY = base64.b64encode(b"e2e-signing-key-of-at-least-32-bytes!").decode()

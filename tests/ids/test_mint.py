@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import collections
+import os
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentfy.ids import ID_SUFFIX_ALPHABET, ID_WORDS, UnknownPrefixError, format_id, is_canonical_id
-from agentfy.ids.mint import SUFFIX_REQUEST, tails_from_stream
+from agentfy.ids import ID_SUFFIX_ALPHABET, ID_WORDS, UnknownPrefixError, format_id, is_canonical_id, mint
+from agentfy.ids.mint import REFUSED_PAIR_FIRST, REFUSED_PAIR_SECOND, SUFFIX_REQUEST, tails_from_stream
 from tests.ids.sources import CountingSource, ReplaySource
 
 
@@ -95,3 +96,78 @@ def test_pool_draw_equals_the_reference_draw_over_the_same_stream(stream: bytes)
         except AssertionError:  # the stream ran out mid-draw
             break
     assert tails_from_stream(stream) == expected
+
+
+def reference_tails(stream: bytes) -> list[str]:
+    """The TypeScript reference's draw over ``stream``, transcribed plainly (no tables, no batching): every
+    ``-<adjective>-<noun>-<suffix>`` it mints in order, until a draw would read past the end."""
+    position = 0
+
+    def random(n: int) -> bytes:
+        nonlocal position
+        if position + n > len(stream):
+            raise EOFError
+        position += n
+        return stream[position - n:position]
+
+    tails: list[str] = []
+    while True:
+        try:
+            while True:  # index(200): one byte per try
+                adjective = random(1)[0]
+                if adjective < 200:
+                    break
+            while True:  # index(300): two bytes per try, big-endian, masked with 511
+                pair = random(2)
+                noun = ((pair[0] << 8) | pair[1]) & 511
+                if noun < 300:
+                    break
+            request = random(19)  # nanoid customRandom: step = ceil(1.6 * 31 * 12 / 32)
+        except EOFError:
+            return tails
+        suffix = ""
+        j = 19
+        while j > 0:  # while (j--) { id += alphabet[bytes[j] & mask]; if (id.length === size) return id }
+            j -= 1
+            suffix += ID_SUFFIX_ALPHABET[request[j] & 31]
+            if len(suffix) == 12:
+                break
+        tails.append(f"-{ID_WORDS.adjectives[adjective]}-{ID_WORDS.nouns[noun]}-{suffix}")
+
+
+def test_the_reference_transcription_mints_the_control_vector() -> None:
+    assert reference_tails(bytes(range(22)))[0] == "-afraid-swans-nmkjhgfedcba"
+
+
+@given(st.one_of(st.binary(max_size=2000), rejection_heavy))
+def test_the_hot_path_draw_equals_the_plain_reference_transcription(stream: bytes) -> None:
+    assert tails_from_stream(stream) == reference_tails(stream)
+
+
+def test_the_default_path_mints_the_reference_draw_of_its_csprng_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """format_id(prefix) without a source: what it returns, in order, is the reference draw over exactly the
+    bytes it read from the OS CSPRNG."""
+    read: list[bytes] = []
+    urandom = os.urandom
+
+    def recording_urandom(n: int) -> bytes:
+        read.append(urandom(n))
+        return read[-1]
+
+    monkeypatch.setattr(mint.os, "urandom", recording_urandom)
+    mint._TAILS._start_afresh()  # drop the batch in hand, so that every tail below comes from recorded bytes
+    try:
+        minted = [format_id("agent") for _ in range(3000)]  # several batches
+    finally:
+        monkeypatch.undo()
+        mint._TAILS._start_afresh()
+    expected = [f"agent{tail}" for chunk in read for tail in reference_tails(chunk)]
+    assert len(read) >= 4
+    assert minted == expected[:len(minted)]
+
+
+def test_refused_noun_pairs_are_exactly_the_byte_classes_the_hot_path_scans_for() -> None:
+    for first in range(256):
+        for second in range(256):
+            refused = ((first << 8) | second) & 511 >= 300
+            assert refused == (first in REFUSED_PAIR_FIRST and second in REFUSED_PAIR_SECOND), (first, second)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from re import _parser as sre_parse  # the engine's own parser: the patterns' widths
 
 import pytest
 from hypothesis import assume, given
@@ -23,6 +24,10 @@ from agentfy.ids import (
     is_legacy_id,
     legacy_id_format,
 )
+from agentfy.ids.formats import CANONICAL
+from agentfy.ids.registry import ID_PREFIXES
+from agentfy.ids.validate import CANONICAL_MAX_WIDTH, canonical_matcher
+from agentfy.ids.words import ADJECTIVES, NOUNS
 from tests.ids.strategies import agentfy_ids, canonical_ids, legacy_uuids, legacy_word_ids, mutations
 
 GOOD = "user-calm-rivers-k8m4p2d7n9x3"
@@ -261,3 +266,38 @@ class TestIdPattern:
     def test_nil_uuid(self) -> None:
         assert not self.matches(id_pattern(), NIL_UUID)
         assert self.matches(id_pattern(), LEGACY_UUID)
+
+
+@given(st.data())
+def test_the_compiled_canonical_check_decides_as_the_written_out_one(data: st.DataObject) -> None:
+    """The validators' hot path (one compiled fullmatch per prefix) must accept exactly what splitting the value
+    and looking its words up accepts, for valid IDs, their small edits and arbitrary text alike."""
+    prefix = data.draw(st.one_of(st.none(), st.sampled_from(sorted(ID_PREFIXES))))
+    valid = data.draw(agentfy_ids)
+    value = data.draw(st.one_of(st.just(valid), mutations(valid), st.text(max_size=90)))
+    prefixes = ID_PREFIXES if prefix is None else frozenset([prefix])
+    assert (canonical_matcher(prefix)(value) is not None) == CANONICAL.match(value, prefixes)
+    expected = len(value) <= ID_MAX_LENGTH and CANONICAL.match(value, prefixes)
+    assert is_canonical_id(value, prefix) == expected
+    if prefix is not None and expected:
+        assert is_id(value, prefix)
+
+
+def test_canonical_check_for_several_prefixes_and_unknown_ones() -> None:
+    assert is_canonical_id("team-afraid-swans-nmkjhgfedcba", ["agent", "team"])
+    assert not is_canonical_id("user-afraid-swans-nmkjhgfedcba", ("agent", "team"))
+    for bad in ["organization", "Agent", ["agent", "nope"], 7]:
+        with pytest.raises(UnknownPrefixError):
+            is_canonical_id("agent-afraid-swans-nmkjhgfedcba", bad)  # type: ignore[arg-type]
+
+
+def test_no_canonical_pattern_reads_past_the_length_bound() -> None:
+    """The hot path runs the compiled pattern without checking the length first: that is only sound while the
+    longest value any of them can match is within ID_MAX_LENGTH."""
+    assert CANONICAL_MAX_WIDTH <= ID_MAX_LENGTH
+    for prefix in [None, *sorted(ID_PREFIXES)]:
+        pattern = canonical_matcher(prefix).__self__.pattern  # type: ignore[attr-defined]
+        assert sre_parse.parse(pattern).getwidth()[1] <= CANONICAL_MAX_WIDTH
+    longest = max(ID_PREFIXES, key=len) + "-" + max(ADJECTIVES, key=len) + "-" + max(NOUNS, key=len) + "-" + "0" * 12
+    assert len(longest) <= CANONICAL_MAX_WIDTH
+    assert is_canonical_id(longest) and not is_canonical_id(longest + "0" * 10**6)

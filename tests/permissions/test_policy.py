@@ -241,7 +241,8 @@ def test_store_error_denies_by_default_and_logs_a_warning(config_type: str,
     assert store.attempts == 1
     [record] = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert record.__dict__["fail_open"] is False and record.__dict__["decision"] == "store_error_fail_closed"
-    assert (record.__dict__["tenant"], record.__dict__["agent"], record.__dict__["agent_id"]) == (tenant, "bot", agent)
+    assert (record.__dict__["tenant_id"], record.__dict__["agent"], record.__dict__["agent_id"]) == (
+        tenant, "bot", agent)
 
 
 @pytest.mark.parametrize("config_type", list(CHECKS))
@@ -333,7 +334,7 @@ def test_not_found_is_a_store_error_like_any_other() -> None:
 
 
 # -- contract of the checks ----------------------------------------------------------------------------
-@pytest.mark.parametrize("bad", ["bot", "", format_id("team")])
+@pytest.mark.parametrize("bad", ["bot", "", pytest.param(format_id("team"), id="minted-team-id")])
 def test_an_agent_id_that_is_not_one_is_a_caller_bug(world: World, bad: str) -> None:
     for check in CHECKS.values():
         with pytest.raises(InvalidIdError):
@@ -365,8 +366,9 @@ def test_every_decision_is_logged_at_debug_with_agent_and_tenant_together(world:
     assert len(records) == 2
     for record, decision in zip(records, (allowed, denied), strict=True):
         fields = record.__dict__
-        assert (fields["agent"], fields["tenant"], fields["agent_id"]) == ("bot", world.scope.tenant_id,
-                                                                          world.agent.id)
+        assert (fields["agent"], fields["tenant_id"], fields["agent_id"]) == ("bot", world.scope.tenant_id,
+                                                                             world.agent.id)
+        assert "tenant" not in fields  # no request bound the slug here
         assert (fields["allowed"], fields["decision"], fields["config_type"]) == (
             decision.allowed, decision.code.value, decision.config_type)
         assert fields["chat_scope"] == GROUP
@@ -385,3 +387,13 @@ def test_the_agent_key_is_never_logged_without_its_tenant(world: World, caplog: 
     for record in records:
         assert "agent" not in record.__dict__ and record.__dict__["agent_id"] == world.agent.id
         assert "bot" not in record.getMessage()
+
+
+def test_a_decision_log_names_the_tenant_by_slug_within_a_request(world: World,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    from agentfy.logs import log_identity
+
+    with caplog.at_level(logging.DEBUG, logger="agentfy.permissions"), log_identity(tenant="acme"):
+        check_cron_permission(world.db, group(world, BOB), world.agent.id)
+    [record] = [r for r in caplog.records if r.name == "agentfy.permissions" and r.levelno == logging.DEBUG]
+    assert record.__dict__["tenant"] == "acme" and record.__dict__["tenant_id"] == world.scope.tenant_id

@@ -37,6 +37,7 @@ def test_upgrade_head_on_a_fresh_sqlite_file_and_no_drift(tmp_path) -> None:  # 
     db.dispose()
 
 
+@pytest.mark.slow  # every migration from an empty PostgreSQL database: about 4 seconds
 def test_upgrade_head_on_a_fresh_postgresql_database_and_no_drift(pg_databases: PgDatabases) -> None:
     name = pg_databases.create()
     db = Database(pg_databases.url(name))

@@ -77,8 +77,7 @@ async def discord_interactions(application: str, request: Request, binding: Disc
     handler = state.require_handler()
 
     async def send(reply: Reply) -> None:
-        async with state.client() as client:
-            await send_reply(client, state.settings.discord_api_base, found, reply.text)
+        await send_reply(state.client(), state.settings.discord_api_base, found, reply.text)
 
     background.add_task(run_turn, handler, found.inbound, send)
     return DEFERRED_MESSAGE

@@ -13,8 +13,9 @@ database exactly as it was:
    it changed zero identities.
 3. ``scan`` — every text column that is not a known reference, history or user content is searched for
    the IDs being translated; one found aborts (it would be left dangling).
-4. ``backup``, ``restore-check`` — the exact starting state is backed up, restored into a scratch database
-   and compared table by table (row count and checksum); any mismatch aborts before a row is written.
+4. ``backup``, ``restore-check`` — the exact starting state is backed up, restored (PostgreSQL: into a scratch
+   database; SQLite: the backup file itself, integrity-checked) and compared table by table (row count and
+   checksum); any mismatch aborts before a row is written.
 5. ``credentials`` — each secret of a translated organization is decrypted with the old ID as associated
    data and encrypted again with the new one; one that does not decrypt aborts.
 6. ``json`` — IDs inside JSON documents, value by value; a translated ID inside a longer string (or in a
@@ -451,7 +452,7 @@ class _Run:
             self.engine.backup(path, self.progress.update)
         self.report.backup = path
         tables = [table.name for table in metadata.sorted_tables]
-        with self.step("restore-check", "restoring the backup into a scratch database and comparing",
+        with self.step("restore-check", "restoring the backup and comparing it with the database",
                        len(tables)):
             # The live checksums run on this transaction's connection while the backup is restored and
             # checksummed on others: both drivers wait without the GIL, so the two passes share two cores.

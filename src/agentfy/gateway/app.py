@@ -31,6 +31,7 @@ from agentfy.gateway.openapi import compact, declare_bearer
 from agentfy.gateway.principals import PrincipalCache
 from agentfy.gateway.warm_reads import WarmAgentReads
 from agentfy.identity.context import set_for_task
+from agentfy.logs import bind_log_identity
 from agentfy.permissions.access import authorize
 from agentfy.settings import Settings, load_settings
 from agentfy.store.db import Database
@@ -136,6 +137,7 @@ async def authenticate(request: Request) -> Call:
                else await run_in_threadpool(lambda: lookup_principal(gateway, token, fresh=fresh)))
     authorize(who, request.scope["route"].operation_id)
     set_for_task(who.context())
+    bind_log_identity(tenant=gateway.tenant_slugs.peek(who.tenant_id))  # the slug: logs name tenants by it
     return Call(who, gateway)
 
 
@@ -193,6 +195,9 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
         if gateway.run_workers:
             _start_workers(gateway, settings)
         yield
+        await app.state.channels.aclose()
+        if gateway.runtime is not None:
+            await run_in_threadpool(gateway.runtime.close)
         gateway.stop_workers.set()
         for thread in gateway.worker_threads:
             thread.join(timeout=5)

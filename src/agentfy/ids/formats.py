@@ -2,9 +2,10 @@
 
 Every shape but the bare UUID is ``<prefix>-<word>-...-<word>-<suffix>`` with a fixed number of trailing
 segments, so a hyphenated prefix is never ambiguous (``team-api-key-…`` is never a ``team`` ID).  Matching
-splits from the right, checks each word against its dictionary and the suffix against its alphabet; no
-regular expression runs on the hot path and nothing is ever normalised (the dictionaries and alphabets are
-ASCII lower case, so upper case, look-alikes, percent-encoding and whitespace simply do not match).
+splits from the right, checks each word against its dictionary and the suffix against its alphabet;
+:meth:`WordsFormat.compiled` is the same decision as one compiled pattern, for the validators' hot path.
+Nothing is ever normalised (the dictionaries and alphabets are ASCII lower case, so upper case, look-alikes,
+percent-encoding and whitespace simply do not match).
 
 What the seed leaves open, decided here (see ``docs/id-format.md``):
 
@@ -19,9 +20,10 @@ What the seed leaves open, decided here (see ``docs/id-format.md``):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final
+from typing import Final, TypeAlias
 
 from agentfy.ids.constants import (
     HEX_ALPHABET,
@@ -83,6 +85,17 @@ class WordsFormat:
         )
         return f"(?:{prefix_alternation}){words}-{_char_class(self.suffix_alphabet)}{{{self.suffix_length}}}"
 
+    def compiled(self, prefixes: Iterable[str]) -> re.Pattern[str]:
+        """This shape with one of ``prefixes``, compiled for Python's ``fullmatch``: the same decision as
+        :meth:`match` in one C call (the validators' hot path; a test holds the two equal).
+
+        Word alternations are factored by common prefixes (:func:`word_trie`), so the engine tries at most a
+        few letters per position instead of every word.  Only ``fullmatch`` is exact: ``$`` would accept a
+        trailing newline.
+        """
+        words = "".join("-[a-z]+" if d is None else "-" + word_trie(d) for d in self.dictionaries)
+        return re.compile(f"{word_trie(prefixes)}{words}-{_char_class(self.suffix_alphabet)}{{{self.suffix_length}}}")
+
 
 @dataclass(frozen=True, slots=True)
 class UuidFormat:
@@ -100,6 +113,30 @@ class UuidFormat:
 
 
 IdFormat = WordsFormat | UuidFormat
+
+
+_Trie: TypeAlias = "dict[str, _Trie]"
+
+
+def word_trie(words: Iterable[str]) -> str:
+    """A regular expression matching exactly one of ``words`` (escaped), written as a prefix tree:
+    ``(?:a(?:fraid|ll)|b...)``.  A flat alternation of 300 words makes the engine try each in turn."""
+    tree: _Trie = {}
+    for word in words:
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}  # a word ends here
+
+    def emit(node: _Trie) -> str:
+        branches = [re.escape(char) + emit(child) for char, child in sorted(node.items()) if char]
+        if "" in node and branches:
+            branches.append("")  # a word ends here: an empty branch, not "?" (a repeat costs an allocation)
+        if len(branches) <= 1:
+            return "".join(branches)
+        return "(?:" + "|".join(branches) + ")"
+
+    return emit(tree)
 
 
 def _char_class(alphabet: str) -> str:

@@ -18,6 +18,9 @@ from __future__ import annotations
 import functools
 import math
 import os
+import re
+import sys
+from collections.abc import Iterable
 from typing import Final
 
 from agentfy.ids.constants import ID_SUFFIX_ALPHABET, ID_SUFFIX_LENGTH
@@ -65,63 +68,89 @@ def _format_from_source(prefix: str, random: RandomSource) -> str:
 TAIL_BATCH_BYTES: Final = 16384
 
 
-@functools.cache
-def _word_pairs() -> tuple[tuple[str, ...], ...]:
-    """``"-<adjective>-<noun>-"`` for every adjective and noun index: one lookup per ID on the hot path.
+def _byte_class(values: Iterable[int]) -> bytes:
+    """A regular-expression character class matching exactly the byte ``values``."""
+    return b"[" + b"".join(re.escape(bytes([value])) for value in values) + b"]"
 
-    60,000 short strings (about 4 MB), built on the first mint from the CSPRNG pool (a few milliseconds),
-    not at import, so that validating processes and the CLI do not pay for them.
+
+#: The noun pairs the reference draws again are exactly one of these first bytes (odd: bit 8 of the masked
+#: value set) followed by one of these second bytes (then 256 + byte >= 300); the test-suite checks this
+#: against the mask for all 65,536 pairs.
+REFUSED_PAIR_FIRST: Final = bytes(b for b in range(256) if ((b << 8) | 255) & _NOUN_MASK >= _NOUN_COUNT)
+REFUSED_PAIR_SECOND: Final = bytes(
+    b for b in range(256) if ((REFUSED_PAIR_FIRST[0] << 8) | b) & _NOUN_MASK >= _NOUN_COUNT)
+
+
+@functools.cache
+def _draws() -> re.Pattern[bytes]:
+    """One reference draw, as a pattern over the byte stream; ``findall`` walks the stream draw by draw in C.
+
+    A match starts at the accepted adjective byte: no draw can start at a byte of 200 or more, so the search
+    itself skips the adjective bytes the reference draws again.  Then the refused noun pairs (possessive: the
+    pair after them is accepted), then the accepted pair, the 7 unused and the 12 suffix bytes of the nanoid
+    request.  Group 1 is the adjective byte, group 2 the pair and the request (21 bytes).  The second
+    alternative swallows an incomplete last draw whole, so that the search never restarts inside it; its
+    groups are empty.
     """
-    return tuple(tuple(f"-{adjective}-{noun}-" for noun in _NOUNS) for adjective in _ADJECTIVES)
+    adjective = _byte_class(range(_ADJECTIVE_COUNT))
+    refused_pair = _byte_class(REFUSED_PAIR_FIRST) + _byte_class(REFUSED_PAIR_SECOND)
+    request = 2 + SUFFIX_REQUEST
+    return re.compile(b"(?s)(" + adjective + b")(?:" + refused_pair + b")*+(.{%d})|" % request
+                      + adjective + b".*")
+
+
+#: Where the two bytes of a noun code sit in a native unsigned short (``memoryview.cast("H")``): the second
+#: pair byte low, the pair's bit 8 high, so the code is the noun index (``pair & 511``).
+_NOUN_CODE_OFFSETS: Final = (0, 1) if sys.byteorder == "little" else (1, 0)
+#: byte -> its bit 0, which the noun mask makes bit 8 of the noun index.
+_NOUN_HIGH_BIT: Final = bytes(b & 1 for b in range(256))
+#: ``"-<adjective>-"`` by adjective byte and ``"<noun>-"`` by masked noun pair (the slots at or above the
+#: counts are never looked up).  Kept this small on purpose: a table of all 60,000 word pairs is several
+#: megabytes, and the cache misses of looking into it cost more than the one extra concatenation.
+_ADJECTIVE_PARTS: Final = tuple(f"-{adjective}-" for adjective in _ADJECTIVES) + ("",) * (256 - _ADJECTIVE_COUNT)
+_NOUN_PARTS: Final = tuple(f"{noun}-" for noun in _NOUNS) + ("",) * (_NOUN_MASK + 1 - _NOUN_COUNT)
 
 
 def tails_from_stream(stream: bytes) -> list[str]:
     """Every ``-<adjective>-<noun>-<suffix>`` the reference algorithm draws from ``stream``, in order.
 
-    The same draw as :func:`_format_from_source` over a source that reads ``stream`` front to back (a
-    property test holds them equal), written as one loop because it is the minting hot path: the common
-    case (no rejection, 46% of draws) costs one table lookup and one forward slice of the suffix letters,
-    translated and reversed once for the whole stream.  Stops at the last whole tail.
+    The same draw as :func:`_format_from_source` over a source that reads ``stream`` front to back (property
+    tests hold it equal to that and to a plain transcription of the reference), done in C for the whole
+    stream because it is the minting hot path: the regular expression walks the draws, and the rest are
+    whole-buffer operations (strided copies, one translate, one split) and ``map`` passes over small word
+    tables; no Python
+    bytecode runs per ID.  Stops at the last whole tail.
     """
-    size = len(stream)
-    # reversed_letters[size - 1 - k] is the letter of stream[k]: a draw's suffix, read from the last byte of
-    # its request back, is then one forward slice.
-    reversed_letters = stream[::-1].translate(SUFFIX_LETTER_TABLE).decode("ascii")
-    pairs = _word_pairs()
-    adjective_count, noun_count, noun_mask = _ADJECTIVE_COUNT, _NOUN_COUNT, _NOUN_MASK
-    suffix_length, draw_size = ID_SUFFIX_LENGTH, 3 + SUFFIX_REQUEST
-    tails: list[str] = []
-    append = tails.append
-    i, last_start = 0, size - draw_size
-    while i <= last_start:
-        adjective = stream[i]
-        noun = ((stream[i + 1] << 8) | stream[i + 2]) & noun_mask
-        if adjective >= adjective_count or noun >= noun_count:
-            # A rejection: follow the reference draw try by try.
-            while adjective >= adjective_count:
-                i += 1
-                if i >= size:
-                    return tails
-                adjective = stream[i]
-            # stream[i] is the accepted adjective; noun tries read stream[i + 1 : i + 3], then two further.
-            while True:
-                if i + 3 > size:
-                    return tails
-                noun = ((stream[i + 1] << 8) | stream[i + 2]) & noun_mask
-                if noun < noun_count:
-                    break
-                i += 2
-            if i + draw_size > size:
-                return tails
-        i += draw_size
-        # This draw's suffix request is stream[i - 19 : i]; its letters, last byte first, start at size - i.
-        start = size - i
-        append(pairs[adjective][noun] + reversed_letters[start : start + suffix_length])
-    return tails
+    draws = _draws().findall(stream)
+    if draws and not draws[-1][0]:
+        draws.pop()  # the stream ended inside this draw
+    if not draws:
+        return []
+    count = len(draws)
+    adjective_bytes, requests = zip(*draws, strict=True)
+    # requests: per draw 21 bytes, the noun pair then the 19-byte nanoid request.
+    request_bytes = b"".join(requests)
+    noun_codes = bytearray(2 * count)
+    low, high = _NOUN_CODE_OFFSETS
+    noun_codes[low::2] = request_bytes[1::21]
+    noun_codes[high::2] = request_bytes[0::21].translate(_NOUN_HIGH_BIT)
+    # A suffix is its request's last 12 bytes, last first: reversing everything puts each draw's suffix
+    # letters first in its 21-byte block, in order (the blocks run last draw first); the other 9 bytes of a
+    # block become spaces to split on.
+    letters = bytearray(request_bytes[::-1].translate(SUFFIX_LETTER_TABLE))
+    spaces = b" " * count
+    for offset in range(ID_SUFFIX_LENGTH, 21):
+        letters[offset::21] = spaces
+    suffixes = letters.decode("ascii").split()
+    suffixes.reverse()
+    adjectives = map(_ADJECTIVE_PARTS.__getitem__, b"".join(adjective_bytes))
+    nouns = map(_NOUN_PARTS.__getitem__, memoryview(noun_codes).cast("H"))
+    return list(map("".join, zip(adjectives, nouns, suffixes, strict=True)))
 
 
 _TAILS: Final = OncePool(lambda: tails_from_stream(os.urandom(TAIL_BATCH_BYTES)))
-_take_tail: Final = _TAILS.take
+#: The pool's one-slot hand-out list: ``next(_HANDOUT[0])`` is the next unused tail.
+_HANDOUT: Final = _TAILS.handout
 
 
 def format_id(prefix: str, random: RandomSource | None = None) -> str:
@@ -133,8 +162,10 @@ def format_id(prefix: str, random: RandomSource | None = None) -> str:
     """
     try:
         if random is None and prefix in ID_PREFIXES:
-            return prefix + _take_tail()
+            return prefix + next(_HANDOUT[0])
         known = prefix in ID_PREFIXES
+    except StopIteration:  # this batch is used up: the pool installs a fresh one (under its lock)
+        return prefix + _TAILS.take()
     except TypeError:  # an unhashable prefix
         known = False
     if not known:

@@ -4,7 +4,8 @@ Contract (``../shared/seeds/id-format.txt``, "Validation"):
 
 * a value is accepted only as it is: no case folding, Unicode normalisation, percent-decoding or trimming;
 * anything that is not a ``str`` is refused (``False``), never an exception;
-* the length is checked (at most ``ID_MAX_LENGTH``) before any parsing;
+* the length is bounded (at most ``ID_MAX_LENGTH``) before any parsing: checked, or, on the canonical hot
+  path, bounded by the compiled pattern, which reads at most ``CANONICAL_MAX_WIDTH`` characters;
 * ``prefix`` is one prefix, an iterable of prefixes, or ``None`` for any; a prefix outside the registry
   is a programming error and raises :class:`~agentfy.ids.registry.UnknownPrefixError` (a ``ValueError``);
 * validation never looks anything up and never grants access.
@@ -13,8 +14,9 @@ Contract (``../shared/seeds/id-format.txt``, "Validation"):
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Final, Protocol
 
 from agentfy.ids.constants import ID_MAX_LENGTH, ID_PREFIX_MAX_LENGTH, ID_SUFFIX_ALPHABET, ID_SUFFIX_LENGTH
 from agentfy.ids.formats import (
@@ -88,7 +90,7 @@ def _exact_str(value: object) -> str | None:
 
 
 def _canonical(text: str, prefixes: Prefixes) -> bool:
-    """The canonical shape, written out for speed; ``CANONICAL.match`` is the general version."""
+    """The canonical shape, written out; ``CANONICAL.match`` is the general version."""
     if prefixes is None:
         return CANONICAL.match(text, None)
     try:
@@ -99,11 +101,64 @@ def _canonical(text: str, prefixes: Prefixes) -> bool:
             and len(suffix) == _CANONICAL_SUFFIX_LENGTH and not suffix.strip(ID_SUFFIX_ALPHABET))
 
 
-def is_canonical_id(value: object, prefix: PrefixArg = None) -> bool:
-    """Whether ``value`` is ``<registered prefix>-<adjective>-<noun>-<12 Crockford base32>``."""
-    prefixes = ID_PREFIXES if prefix is None else allowed_prefixes(prefix)
-    text = _exact_str(value)
-    return text is not None and _canonical(text, prefixes)
+CanonicalMatcher = Callable[[str], "re.Match[str] | None"]
+#: The longest canonical ID: the longest registered prefix, the two longest words and the suffix.  A canonical
+#: pattern never reads further than this (plus one character) into a value.
+CANONICAL_MAX_WIDTH: Final = (max(map(len, ID_PREFIXES)) + max(map(len, ADJECTIVES)) + max(map(len, NOUNS))
+                              + ID_SUFFIX_LENGTH + 3)
+#: ``prefix`` argument (one registered prefix, or ``None`` for any) -> the ``fullmatch`` of the canonical
+#: shape for it.  Filled on first use: compiling all of them at import would slow every process start.
+_CANONICAL_MATCHERS: Final[dict[object, CanonicalMatcher]] = {}
+
+
+def canonical_matcher(prefix: PrefixArg) -> CanonicalMatcher:
+    """The compiled canonical check for ``prefix``: one ``fullmatch`` decides a value as ``_canonical`` does.
+
+    ``prefix`` is checked as every validator checks it (an unregistered one is :class:`UnknownPrefixError`).
+    """
+    prefixes = allowed_prefixes(prefix)
+    assert prefixes is not None  # Agentfy's prefixes are always a set
+    fullmatch = _compiled_canonical(prefixes)
+    if prefix is None or type(prefix) is str:
+        _CANONICAL_MATCHERS[prefix] = fullmatch
+    return fullmatch
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled_canonical(prefixes: frozenset[str]) -> CanonicalMatcher:
+    return CANONICAL.compiled(sorted(prefixes)).fullmatch
+
+
+class _IsCanonicalId(Protocol):
+    def __call__(self, value: object, prefix: PrefixArg = None) -> bool: ...
+
+
+class _IsId(Protocol):
+    def __call__(self, value: object, prefix: PrefixArg, *, product: str = "agentfy") -> bool: ...
+
+
+def _build_is_canonical_id() -> _IsCanonicalId:
+    # Hot path: one dict look-up for the prefix's compiled shape, one length check, one fullmatch.  The
+    # names are bound in this closure because module-global look-ups would cost a noticeable share of a call.
+    matchers, matcher_for, exact_str = _CANONICAL_MATCHERS, canonical_matcher, _exact_str
+
+    def is_canonical_id(value: object, prefix: PrefixArg = None) -> bool:
+        """Whether ``value`` is ``<registered prefix>-<adjective>-<noun>-<12 Crockford base32>``."""
+        try:
+            fullmatch = matchers[prefix]
+        except (KeyError, TypeError):  # not compiled yet, unregistered, or several prefixes (or unhashable)
+            fullmatch = matcher_for(prefix)
+        if value.__class__ is str:
+            # No length check first: the pattern reads at most ``CANONICAL_MAX_WIDTH`` (<= ID_MAX_LENGTH)
+            # characters before it fails, so no input costs more than a valid ID.
+            return fullmatch(value) is not None
+        text = exact_str(value)
+        return text is not None and fullmatch(text) is not None
+
+    return is_canonical_id
+
+
+is_canonical_id: Final = _build_is_canonical_id()
 
 
 def legacy_id_format(value: object, prefix: PrefixArg = None, *, product: str = "agentfy") -> IdFormat | None:
@@ -132,31 +187,31 @@ def _general_is_id(value: object, prefix: PrefixArg, product: str) -> bool:
                                              for fmt in PRODUCT_LEGACY_ID_FORMATS[product])
 
 
-def _build_is_id() -> Callable[..., bool]:
+def _build_is_id() -> _IsId:
     # The hot path of every API request, event and "ID or key" lookup.  The names it uses are bound in
     # this closure because module-global lookups would cost about a fifth of a call.  It decides only the
-    # common case (an exact str, one registered prefix, Agentfy): canonical values are accepted at once, and
-    # values that cannot be in any Agentfy format (too few hyphens, neither a 20-character suffix nor the
-    # length of a UUID) are refused at once.  Everything else goes through the general path.
-    exact_str, registered, adjectives, nouns = str, ID_PREFIXES, ADJECTIVES, NOUNS
-    alphabet, max_length, suffix_length = ID_SUFFIX_ALPHABET, ID_MAX_LENGTH, ID_SUFFIX_LENGTH
+    # common case (an exact str, Agentfy): canonical values are accepted by one compiled fullmatch (the cache
+    # is_canonical_id uses), and values that cannot be in any Agentfy format (too few hyphens, neither a
+    # 20-character suffix nor the length of a UUID) are refused at once.  Everything else goes through the
+    # general path.
+    exact_str, matchers, matcher_for, max_length = str, _CANONICAL_MATCHERS, canonical_matcher, ID_MAX_LENGTH
     legacy_suffix_length, uuid_length, general = AGENTFY_WORDS_LEGACY.suffix_length, 36, _general_is_id
 
-    def is_id(value: object, prefix: PrefixArg, *, product: str = "agentfy") -> bool:
+    # ``product`` is keyword-only in the declared type (_IsId) but not in this function: CPython 3.11
+    # specialises calls only to functions without keyword-only parameters, and that is a tenth of the call.
+    def is_id(value: object, prefix: PrefixArg, product: str = "agentfy") -> bool:
         """Canonical or ``product``-legacy: what API validators, pipes and gateways accept for an ID."""
-        if value.__class__ is exact_str and prefix.__class__ is exact_str and product == "agentfy":
-            if prefix not in registered:
-                raise UnknownPrefixError(prefix)
+        if value.__class__ is exact_str and product == "agentfy":
             try:
-                head, adjective, noun, suffix = value.rsplit("-", 3)
-            except ValueError:
-                return False  # fewer than three hyphens: no Agentfy format
-            # No length check before this accept: a registered prefix, two dictionary words and 12 characters
-            # are at most 62 characters, so anything accepted here is within ID_MAX_LENGTH by construction.
-            if (head == prefix and adjective in adjectives and noun in nouns
-                    and len(suffix) == suffix_length and not suffix.strip(alphabet)):
+                fullmatch = matchers[prefix]
+            except (KeyError, TypeError):  # not compiled yet, unregistered, several prefixes, unhashable
+                fullmatch = matcher_for(prefix)  # compiles it, or UnknownPrefixError
+            if fullmatch(value) is not None:  # reads at most CANONICAL_MAX_WIDTH characters
                 return True
-            if len(value) > max_length or (len(suffix) != legacy_suffix_length and len(value) != uuid_length):
+            parts = value.rsplit("-", 3)
+            if len(parts) < 4:
+                return False  # fewer than three hyphens: no Agentfy format
+            if len(value) > max_length or (len(parts[3]) != legacy_suffix_length and len(value) != uuid_length):
                 return False
         return general(value, prefix, product)
 

@@ -38,6 +38,7 @@ from typing import Final, Protocol
 
 from agentfy.identity import AgentId, Scope, parse_id
 from agentfy.identity.context import RequestContext
+from agentfy.logs import current_identity
 from agentfy.permissions.decision import Decision, DecisionCode
 from agentfy.permissions.senders import is_chat_scope, is_synthetic_sender
 from agentfy.store.db import Tx
@@ -113,7 +114,7 @@ def check_permission(db: GrantStore, ctx: RequestContext, agent_id: str, config_
         raise ValueError(f"config_type {config_type!r} is unknown; expected one of {', '.join(CONFIG_TYPES)}")
     decision = _decide(db, ctx, agent, config_type, settings)
     if logger.isEnabledFor(logging.DEBUG):
-        logger.debug("permission %s %s: %s (agent_id=%s tenant=%s)", config_type,
+        logger.debug("permission %s %s: %s (agent_id=%s tenant_id=%s)", config_type,
                      "allowed" if decision.allowed else "denied", decision.code.value, agent, ctx.tenant_id,
                      extra=log_fields(ctx, agent, decision))
     return decision
@@ -122,16 +123,20 @@ def check_permission(db: GrantStore, ctx: RequestContext, agent_id: str, config_
 def log_fields(ctx: RequestContext, agent_id: str, decision: Decision) -> dict[str, object]:
     """The structured fields of a decision's log record.
 
-    The agent key is only added next to the tenant (a key is unique only within a tenant), and only when
-    the context's key belongs to the agent being checked; the agent ID is always there.
+    ``tenant`` is the organization's slug (when the request has resolved it) and ``tenant_id`` its ID; the
+    agent key is only added next to the tenant (a key is unique only within a tenant), and only when the
+    context's key belongs to the agent being checked; the agent ID is always there.
     """
     fields: dict[str, object] = {
-        "agent_id": agent_id, "tenant": ctx.tenant_id, "config_type": decision.config_type,
+        "agent_id": agent_id, "tenant_id": ctx.tenant_id, "config_type": decision.config_type,
         "allowed": decision.allowed, "decision": decision.code.value, "chat_scope": ctx.user_id,
         "sender_id": ctx.sender_id, "role": ctx.role,
     }
     if ctx.tenant_id is not None and ctx.agent_key is not None and ctx.agent_id in (None, agent_id):
         fields["agent"] = ctx.agent_key
+    slug = current_identity().tenant  # the slug, once the request's tenant is known (people search by it)
+    if slug is not None:
+        fields["tenant"] = slug
     return fields
 
 
@@ -201,7 +206,7 @@ def _store_failed(error: Exception, ctx: RequestContext, agent: AgentId, config_
     else:
         decision = _deny(DecisionCode.STORE_ERROR_FAIL_CLOSED, ctx, agent, config_type,
                          f"the grant look-up failed ({cause}); denied (fail closed)")
-    logger.warning("permission store error: %s %s for agent_id=%s tenant=%s (%s)", config_type,
+    logger.warning("permission store error: %s %s for agent_id=%s tenant_id=%s (%s)", config_type,
                    "ALLOWED (fail-open)" if decision.allowed else "denied (fail-closed)", agent, ctx.tenant_id,
                    type(error).__name__,
                    extra={**log_fields(ctx, agent, decision), "error_type": type(error).__name__,

@@ -7,8 +7,9 @@
    tenant's, is :class:`~agentfy.store.errors.NotFoundError`);
 2. the run's request context is the channel's (SCOPE ``user_id``, ACTOR ``sender_id``, role) plus the agent's
    ID and key; it is current for the whole run, so every step and tool sees the same identities;
-3. one run per conversation at a time (:mod:`agentfy.runtime.locks`), and the agent's loop is marked
-   running meanwhile (``AgentLoop.run()``: the heartbeat's ``running``);
+3. one run per conversation at a time (:mod:`agentfy.runtime.locks`: in this process, and across gateway
+   processes on PostgreSQL), and the agent's loop is marked running meanwhile (``AgentLoop.run()``: the
+   heartbeat's ``running``);
 4. the session is picked or opened from (tenant, agent, SCOPE, conversation) (:mod:`agentfy.runtime.conversation`)
    and the user message is stored with ``sender_id`` = the ACTOR;
 5. near the context window the memory flush compacts first (:mod:`agentfy.runtime.flush`);
@@ -111,9 +112,14 @@ class Runtime:
         self.events: RunEvents = events if events is not None else NoEvents()
         self.outbound = outbound
         self.settings = settings or RuntimeSettings()
-        self._locks = ConversationLocks()
+        self._locks = ConversationLocks(db)
         self._slugs: dict[str, str] = {}
         self._background: set[asyncio.Task[None]] = set()
+
+    def close(self) -> None:
+        """Let go of the connection that holds this process's run locks on PostgreSQL (shutdown, tests); the
+        server releases every lock it held.  A later run opens a new one."""
+        self._locks.close()
 
     # -- the entry point ------------------------------------------------------------------------------------
     async def __call__(self, inbound: Inbound) -> Reply:

@@ -223,7 +223,7 @@ def generate_legacy_database(db: Database, shape: LegacyShape, *, seed: int = 0,
     contract); the manifest says what was written.  Raises ``ValueError`` if an organization exists."""
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
-    rng = random.Random(seed)  # noqa: S311 - deterministic test data, not secrets in production
+    rng = random.Random(seed)
     ids = _Ids(rng)
     platform = PLATFORM_LEGACY_UUID if shape.style_of(0) == "uuid" else PLATFORM_PREFIXED_ID
     manifest = LegacyManifest(shape=shape, seed=seed, platform_org_id=platform)

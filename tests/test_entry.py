@@ -1,0 +1,52 @@
+"""The `agentfy` command's guard: a missing extra is one line and exit 1; a broken agentfy still raises.
+
+The bare install itself (no extras at all) is exercised end to end in ``tests/test_packaging.py``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+
+import agentfy.cli
+from agentfy.__main__ import POSTGRES_EXTRA_NEEDED, SERVER_EXTRA_NEEDED, main
+
+
+def _raise_missing(name: str) -> None:
+    raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+def test_a_missing_server_dependency_names_the_extra(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "typer", None)  # `import typer` now fails as if it were not installed
+    monkeypatch.delitem(sys.modules, "agentfy.cli")
+    monkeypatch.delattr(agentfy, "cli")
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 1
+    assert capsys.readouterr().err == f"error: {SERVER_EXTRA_NEEDED} (no module named 'typer')\n"
+
+
+def test_a_missing_postgresql_driver_names_the_postgres_extra(monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(agentfy.cli, "main", lambda: _raise_missing("psycopg"))
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 1
+    assert capsys.readouterr().err == f"error: {POSTGRES_EXTRA_NEEDED}\n"
+
+
+@pytest.mark.parametrize("name", ["agentfy.store.gone", "yaml"])
+def test_any_other_missing_module_is_raised_not_explained(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    monkeypatch.setattr(agentfy.cli, "main", lambda: _raise_missing(name))
+    with pytest.raises(ModuleNotFoundError, match=re.escape(name)):
+        main()
+
+
+def test_a_missing_agentfy_module_at_import_is_a_broken_install_not_an_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "agentfy.cli", None)
+    monkeypatch.delattr(agentfy, "cli")
+    with pytest.raises(ModuleNotFoundError, match=re.escape("agentfy.cli")):
+        main()
