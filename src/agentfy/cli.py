@@ -1,4 +1,18 @@
-"""The ``agentfy`` command: minting, checking and explaining IDs (and, as they land, serving and operating).
+"""The ``agentfy`` command: serving, operating and inspecting an agentfy installation.
+
+* ``serve`` — the HTTP and WebSocket API (with the event workers in-process unless turned off);
+* ``worker`` — the consolidation workers as a separate process;
+* ``chat`` — talk to an agent from the terminal;
+* ``id new | check | explain`` — mint, check and explain IDs;
+* ``db upgrade | current | seed | scan-orphans | scan`` — migrations, development fixtures and the scans of
+  stored values;
+* ``events stats | dead-letters | requeue | prune`` — operating the durable event bus;
+* ``admin rotate-key`` — the platform-admin API key;
+* ``cutover run | unfence`` — the ID cutover (docs/cutover.md);
+* ``config show`` — every setting in effect and where it came from (docs/configuration.md).
+
+Every option is also a setting of :mod:`agentfy.settings` (command line over file over environment over
+default).  Help texts escape ``[`` (``\\[default: …]``): Rich would read ``[default: 1]`` as markup and drop it.
 
 Exit statuses are part of the contract: ``agentfy id check`` exits 0 for a valid ID and 1 for an invalid one,
 so scripts can use it as a predicate; usage errors exit 2 (Typer's convention).
@@ -53,7 +67,7 @@ from agentfy.store.repos.orgs import ensure_platform_organization
 
 app = typer.Typer(
     name="agentfy",
-    help="Identity core of the agentfy platform: canonical IDs, tenant-scoped storage and the gateway.",
+    help="The agentfy platform: the gateway, the agent runtime, the event workers, IDs and the database.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -63,8 +77,8 @@ id_app = typer.Typer(
 )
 app.add_typer(id_app, name="id")
 db_app = typer.Typer(
-    help="The database: migrations and the orphan scan. The URL comes from --database-url, else "
-         "$AGENTFY_DATABASE_URL, else the embedded SQLite file ./var/agentfy.db.",
+    help="The database: migrations, development fixtures and the scans of stored values. The URL comes "
+         "from --database-url, else $AGENTFY_DATABASE_URL, else the embedded SQLite file ./var/agentfy.db.",
     no_args_is_help=True,
 )
 app.add_typer(db_app, name="db")
@@ -118,7 +132,7 @@ def _main_options(
              "options.")] = None,
     log_level: Annotated[str | None, typer.Option(
         "--log-level", show_default=False,
-        help="debug, info, warning, error or critical [setting log.level, $AGENTFY_LOG_LEVEL; default: "
+        help="debug, info, warning, error or critical \\[setting log.level, $AGENTFY_LOG_LEVEL; default: "
              "info].")] = None,
     log_format: Annotated[str | None, typer.Option(
         "--log-format", show_default=False,
@@ -141,7 +155,7 @@ def _main_options(
 # file), and an option given on the command line wins over both.
 PoolSizeOption = Annotated[int | None, typer.Option(
     "--db-pool-size", min=1, show_default=False,
-    help="Idle database connections each process keeps [setting db.pool_size, $AGENTFY_DB_POOL_SIZE; "
+    help="Idle database connections each process keeps \\[setting db.pool_size, $AGENTFY_DB_POOL_SIZE; "
          "default: 8].")]
 PoolOverflowOption = Annotated[int | None, typer.Option(
     "--db-max-overflow", min=0, show_default=False,
@@ -603,7 +617,7 @@ def cutover_run(
                                          "./<database>-pre-cutover-<time>.dump for PostgreSQL).")] = None,
     credentials_key_file: Annotated[Path | None, typer.Option(
         "--credentials-key-file", exists=True, dir_okay=False,
-        help="The file holding the credentials key (base64 of 32 bytes) [setting credentials_key_file; "
+        help="The file holding the credentials key (base64 of 32 bytes) \\[setting credentials_key_file; "
              "$AGENTFY_CREDENTIALS_KEY wins]; needed when an organization whose ID changes has credentials.")] = None,
     lock_timeout: Annotated[float, typer.Option(
         min=0.0, help="Seconds to wait for other writers' locks before refusing.")] = 5.0,
@@ -726,27 +740,27 @@ def admin_rotate_key(database_url: DatabaseUrlOption = None) -> None:
 
 # The bus settings as options of `worker` and `serve`; unset ones come from $AGENTFY_EVENTS_* or the defaults.
 LeaseOption = Annotated[float | None, typer.Option(
-    "--lease-seconds", help="Seconds a claim is held without renewal [default: 60].", show_default=False)]
+    "--lease-seconds", help="Seconds a claim is held without renewal \\[default: 60].", show_default=False)]
 RenewOption = Annotated[float | None, typer.Option(
-    "--renew-seconds", help="Seconds between lease renewals [default: a third of the lease].", show_default=False)]
+    "--renew-seconds", help="Seconds between lease renewals \\[default: a third of the lease].", show_default=False)]
 TimeoutOption = Annotated[float | None, typer.Option(
-    "--handler-timeout", help="Seconds an attempt may take before it fails [default: 300].", show_default=False)]
+    "--handler-timeout", help="Seconds an attempt may take before it fails \\[default: 300].", show_default=False)]
 AttemptsOption = Annotated[int | None, typer.Option(
-    "--max-attempts", help="Deliveries before an event is dead-lettered [default: 5].", show_default=False)]
+    "--max-attempts", help="Deliveries before an event is dead-lettered \\[default: 5].", show_default=False)]
 BackoffOption = Annotated[float | None, typer.Option(
-    "--backoff-base", help="Seconds before the first retry, doubled each time [default: 1].", show_default=False)]
+    "--backoff-base", help="Seconds before the first retry, doubled each time \\[default: 1].", show_default=False)]
 BackoffMaxOption = Annotated[float | None, typer.Option(
-    "--backoff-max", help="Longest wait between retries, in seconds [default: 300].", show_default=False)]
+    "--backoff-max", help="Longest wait between retries, in seconds \\[default: 300].", show_default=False)]
 JitterOption = Annotated[float | None, typer.Option(
-    "--backoff-jitter", help="Share (0-1) of a retry's wait cut at random [default: 0.5].", show_default=False)]
+    "--backoff-jitter", help="Share (0-1) of a retry's wait cut at random \\[default: 0.5].", show_default=False)]
 BatchOption = Annotated[int | None, typer.Option(
-    "--batch-size", help="Events claimed and acknowledged together [default: 20].", show_default=False)]
+    "--batch-size", help="Events claimed and acknowledged together \\[default: 20].", show_default=False)]
 ConcurrencyOption = Annotated[int | None, typer.Option(
-    "--concurrency", help="Worker threads in this process [default: 1].", show_default=False)]
+    "--concurrency", help="Worker threads in this process \\[default: 1].", show_default=False)]
 PollOption = Annotated[float | None, typer.Option(
-    "--poll", help="Seconds between polls when idle [default: 0.5].", show_default=False)]
+    "--poll", help="Seconds between polls when idle \\[default: 0.5].", show_default=False)]
 RetentionOption = Annotated[float | None, typer.Option(
-    "--retention-days", help="Days handled events are kept; 0 keeps them [default: 7].", show_default=False)]
+    "--retention-days", help="Days handled events are kept; 0 keeps them \\[default: 7].", show_default=False)]
 
 
 def _bus_options(*, poll: float | None, lease_seconds: float | None, renew_seconds: float | None,
@@ -820,16 +834,16 @@ def worker(
 def serve(
     *,
     database_url: DatabaseUrlOption = None,
-    host: Annotated[str | None, typer.Option(help="Interface to listen on [default: 127.0.0.1].",
+    host: Annotated[str | None, typer.Option(help="Interface to listen on \\[default: 127.0.0.1].",
                                              show_default=False)] = None,
-    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port to listen on [default: 8000].",
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port to listen on \\[default: 8000].",
                                              show_default=False)] = None,
     processes: Annotated[int | None, typer.Option(
         "--workers", min=1, max=64, show_default=False,
-        help="Gateway processes behind the one port (PostgreSQL for more than one) [default: 1].")] = None,
+        help="Gateway processes behind the one port (PostgreSQL for more than one) \\[default: 1].")] = None,
     event_workers: Annotated[bool | None, typer.Option(
         "--event-workers/--no-event-workers", show_default=False,
-        help="Run the consolidation workers in-process [default: yes].")] = None,
+        help="Run the consolidation workers in-process \\[default: yes].")] = None,
     pool_size: PoolSizeOption = None,
     pool_overflow: PoolOverflowOption = None,
     pool_timeout: PoolTimeoutOption = None,

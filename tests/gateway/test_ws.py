@@ -327,6 +327,22 @@ def test_params_are_validated_like_http_bodies_and_never_choose_the_tenant(clien
         assert rpc.result("agents.list")["items"] == [taken]
 
 
+@pytest.mark.parametrize("body", [
+    {"agent_key": "bot", "display_name": 5},                       # a number: echoed as the value
+    {"agent_key": "bot", "display_name": "x" * 201},               # too long
+    {"agent_key": "bot", "config": {"tools": ["ok", "bad\x00"]}},  # deep inside a document
+    {"agent_key": "bot", "config": []},                            # not an object: no value echoed
+])
+def test_a_bad_body_gets_the_same_error_from_both_apis(client: TestClient, acme: Tenant,
+                                                      body: dict[str, Any]) -> None:
+    """One shaper builds the 422 for an HTTP body and for WebSocket params: same code, field, value, expected."""
+    with connect(client, acme.headers()) as rpc:
+        error = rpc.error("agents.create", body)
+        assert error == http_error(client.post("/v1/agents", json=body, headers=acme.headers()))
+        assert error["status"] == 422 and error["field"] in ("display_name", "config")
+        assert rpc.result("agents.list")["items"] == []  # nothing written
+
+
 def test_unknown_method(client: TestClient, acme: Tenant) -> None:
     with connect(client, acme.headers()) as rpc:
         error = rpc.error("agents.explode")

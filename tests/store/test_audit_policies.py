@@ -56,6 +56,11 @@ def test_audit_outlives_its_organization_and_refuses_only_non_strings(db: Databa
             audit.record_audit(tx, acme, action="x", actor_id=42)  # type: ignore[arg-type]
         with pytest.raises(InvalidInputError):
             audit.record_audit(tx, acme, action="")
+        for bad in ("u\x00", "sender\udc00"):  # what no engine can store: refused by name, not a database error
+            with pytest.raises(InvalidInputError, match="actor_id"):
+                audit.record_audit(tx, acme, action="x", actor_id=bad)
+            with pytest.raises(InvalidInputError, match="target_id"):
+                audit.record_audit(tx, acme, action="x", target_id=bad)
         orgs.delete_organization(tx, acme.tenant_id)
     assert count(db, "org_audit") == 1
 

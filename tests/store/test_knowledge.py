@@ -108,6 +108,8 @@ BAD_ENTITIES: dict[str, tuple[dict[str, Any], type[StoreError] | type[ValueError
     "name not a string": ({"name": 42}, InvalidInputError, "name", "42"),
     "type too long": ({"entity_type": "t" * 101}, InvalidInputError, "entity_type", "101 characters"),
     "NUL in user_id": ({"user_id": "u\x00"}, InvalidInputError, "user_id", "NUL"),
+    "lone surrogate in name": ({"name": "a\udc00b"}, InvalidInputError, "name", "lone surrogate"),
+    "lone surrogate in type": ({"entity_type": "\ud800"}, InvalidInputError, "entity_type", "lone surrogate"),
     "properties not an object": ({"properties": "{}"}, InvalidInputError, "properties", "expected an object"),
 }
 

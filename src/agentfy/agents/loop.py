@@ -1,8 +1,7 @@
 """The agent loop's run state: what the router caches for one agent of one tenant.
 
-The LLM loop itself is a plug-in of the platform; the identity core keeps what the conventions care about:
-the agent record (both identities), and whether a run is in progress.  ``id()`` is the display API of the
-seed (``Loop.ID()`` returns the key): logs and UI use it, storage and events use ``agent.id``.
+The router keeps one per agent: the agent record (both identities), and whether a run is in progress.
+``id()`` is the display identity (the key): logs and the UI use it, storage and events use ``agent.id``.
 """
 
 from __future__ import annotations
@@ -24,7 +23,8 @@ class AgentLoop:
         self._lock = threading.Lock()
 
     def id(self) -> AgentKey:
-        """The display identity (``agent_key``), as the seed's ``Loop.ID()``; never use it for storage."""
+        """The display identity (``agent_key``); never use it for storage (a key changes on rename and is unique
+        only within a tenant)."""
         return self.agent.agent_key
 
     @property

@@ -1,6 +1,7 @@
 """The system prompt: the agent's two identities, each where it belongs, around a cache boundary.
 
-Two identities, two fields that cannot be swapped by accident (the seed's Trap 2):
+Two identities, two fields that cannot be swapped by accident (two adjacent strings of a config are easy to
+swap at a call site, and the swap would put the ID in front of the model and the key in the runtime):
 
 * ``display_agent_key`` — the ``agent_key``, what the model and the user read ("You are @support-bot");
 * ``runtime_agent_id`` — the agent's ID (``agent-calm-rivers-k8m4p2d7n9x3``), for runtime identification
@@ -18,14 +19,14 @@ The rendered prompt has two parts separated by the fixed line :data:`CACHE_BOUND
    of an agent, so the LLM provider can cache it;
 2. the **runtime section** — rendered fresh every turn: the agent ID, the time, the session.
 
-Why the agent ID lives below the boundary (the seed, section 10): everything above the marker feeds the
-provider's prompt cache, and everything below is per-turn.  The historical ``memoryflush`` path built a
-config without the agent ID, and it did no harm *only* because the ID was rendered below the marker: a
-missing ID meant an empty runtime field, never a different prefix.  Had the ID been above the marker, that
-omission would have given the same agent two prefixes (one per code path) and busted the cache on every
-switch.  Keeping the ID out of the prefix also keeps the prefix equal for an agent re-created under the
-same key (new ID, same prompt) and keeps ID-shaped text out of what the model reads as its identity.
-Nothing above the marker may depend on the ID; the tests check the prefix holds no ID at all.
+Why the agent ID lives below the boundary: everything above the marker feeds the provider's prompt cache, and
+everything below is per-turn.  A code path that built a config without the agent ID (a memory flush, say)
+would do no harm *only* because the ID is rendered below the marker: a missing ID means an empty runtime
+field, never a different prefix.  Were the ID above the marker, that omission would give the same agent two
+prefixes (one per code path) and bust the cache on every switch.  Keeping the ID out of the prefix also keeps
+the prefix equal for an agent re-created under the same key (new ID, same prompt) and keeps ID-shaped text out
+of what the model reads as its identity. Nothing above the marker may depend on the ID; the tests check the
+prefix holds no ID at all.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Logs and traces, each with the identity it needs (the seed's decision table, sections 2 and 13).
+"""Logs and traces, each with the identity it needs: the display identities for people, the IDs for joins.
 
 **Logs** are read by people who grep: they carry the display identities, ``agent`` (the ``agent_key``)
 and ``tenant`` (the tenant slug), and always *together* — a key is unique only within its tenant, so a key
@@ -7,7 +7,8 @@ alone names no agent.  The API makes the pair impossible to split: :func:`agent_
 cannot pass for the slug nor an ``agent-…`` ID for the key).  :class:`AgentTenantPairFilter` catches code
 that bypasses them with a bare ``extra={"agent": ...}``; install it on handlers in tests and development.
 
-**Spans** correlate across sessions and end up in the ``spans`` table (no FK, seed section 12): their
+**Spans** correlate across sessions and end up in the ``spans`` table (no foreign key: the table is
+append-only and written at a high rate, so nothing but the type of the value guards it): their
 ``agent_id`` attribute is the agent's ID, never its key.  :func:`agent_span` takes the whole
 :class:`~agentfy.store.repos.agents.Agent`, so the caller never chooses which string goes where, and also
 sets, as separately named display attributes for people reading traces:

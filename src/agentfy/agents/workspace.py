@@ -1,8 +1,8 @@
 """Agent workspaces on disk: ``<root>/tenants/<tenant slug>/agents/<agent_key>/<parts…>``.
 
-The path is user-visible, so it is built from the *display* identities (the seed's decision table, 2.2):
-the tenant slug and the ``agent_key``, never the agent ID.  The key alone is not enough: it is unique
-only within a tenant (seed, section 13), which is why the tenant slug is the level above it.
+The path is user-visible, so it is built from the *display* identities: the tenant slug and the
+``agent_key``, never the agent ID.  The key alone is not enough: it is unique only within a tenant (two
+organizations may each have a ``support-bot``), which is why the tenant slug is the level above it.
 
 Every segment — the slug, the key and each caller part — goes through :func:`encode_segment`, which is
 

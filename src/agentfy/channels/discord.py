@@ -7,7 +7,7 @@ the raw body.  It is verified with ``cryptography`` (already the platform's cryp
 would add a second binding of the same primitive).  A timestamp more than :data:`REPLAY_WINDOW_SECONDS` away
 from now is refused too, so a captured request cannot be replayed later.
 
-Identity (the conventions' table, through :func:`agentfy.permissions.channels.discord_context`): in a guild
+Identity (as every channel builds it, through :func:`agentfy.permissions.channels.discord_context`): in a guild
 the SCOPE is ``guild:<guildID>:user:<senderID>`` and the ACTOR the sender's snowflake; in a DM both are the
 sender.  The message is the command's ``message`` option (or its first string option).
 """

@@ -6,7 +6,7 @@ Addressed: every message of a private chat (a DM); in a group or supergroup, a m
 else — other group chatter, channel posts, messages without text, messages from bots (two bots must not
 answer each other forever), messages without a sender (anonymous admins post as the group) — is ignored.
 
-Identity (the conventions' table, through :func:`agentfy.permissions.channels.telegram_context`): in a group
+Identity (as every channel builds it, through :func:`agentfy.permissions.channels.telegram_context`): in a group
 the SCOPE is ``group:telegram:<chatID>`` and the ACTOR the sender's numeric ID; in a DM both are the sender.
 The tenant and the agent come from the bot's binding, never from the update.
 """

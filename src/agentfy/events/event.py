@@ -1,8 +1,9 @@
 """``DomainEvent`` and its versioned JSON wire format.
 
 The wire format is a JSON object with ``"v": 1`` and the event's fields by name; readers refuse versions
-they do not know instead of guessing.  The tenant and agent IDs are plain strings on the wire — the seed's
-Trap 1 is that a publisher may put an ``agent_key`` there — so the bus validates them when an event is
+they do not know instead of guessing.  The tenant and agent IDs are plain strings on the wire, so nothing
+stops a publisher from putting an ``agent_key`` there, and every consumer would then fail on its first
+store query — so the bus validates them when an event is
 published (:mod:`agentfy.events.validation`) and every consumer parses them again before touching the store.
 """
 

@@ -1,11 +1,11 @@
-"""The event bus's settings: one typed value read from the environment, the CLI and code alike.
+"""The event bus's settings: the ``events`` section of the one settings object (:mod:`agentfy.settings`).
 
 Why one object: the library (``Worker(db, handlers, settings=…)``), ``agentfy worker`` and ``agentfy serve``
 must agree on the lease, the retry policy and the batch size, or a worker started one way would dead-letter
 what a worker started the other way still retries.  Every field can be set in the environment as
-``AGENTFY_EVENTS_<FIELD>`` (``AGENTFY_EVENTS_LEASE_SECONDS=120``); keyword arguments and CLI options win
-over the environment, which wins over the defaults.  ``agentfy serve`` hands the resolved value to its
-server processes through the same variables (:func:`as_environment`).
+``AGENTFY_EVENTS_<FIELD>`` (``AGENTFY_EVENTS_LEASE_SECONDS=120``) or in the settings file's ``[events]``
+table; keyword arguments and CLI options win over both (docs/configuration.md).  ``agentfy serve`` hands the
+resolved value to its server processes through the same variables (:func:`as_environment`).
 
 A bad value fails when the settings are built, naming the field and the value, never later in a worker.
 """

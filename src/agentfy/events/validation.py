@@ -1,4 +1,4 @@
-"""Publish-time validation of an event's IDs (the seed's Trap 1 guardrail).
+"""Publish-time validation of an event's IDs: an ``agent_key`` where an ID belongs is caught at the publisher.
 
 The tenant ID and the agent ID of an event must be IDs (an empty agent ID is allowed for team, tenant and
 anonymous events).  Consumers parse them and query the store with them, so a publisher that writes an
@@ -7,7 +7,7 @@ anonymous events).  Consumers parse them and query the store with them, so a pub
 * Default (``strict=False``): the publish goes through, and a structured warning
   ``eventbus.non_id_agent_id`` / ``eventbus.non_id_tenant_id`` is logged and counted — here, per process,
   and by :func:`~agentfy.events.outbox.publish` in the durable counters — so the drift is visible before it
-  is enforced (the seed's observer).  The consumer will dead-letter the event.
+  is enforced.  The consumer will dead-letter the event.
 * ``strict=True``: the publish is refused with :class:`InvalidIdError` and nothing is written.
 """
 

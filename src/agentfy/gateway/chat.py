@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from agentfy.gateway.auth import Principal
 from agentfy.gateway.errors import ApiError
-from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, Strict
+from agentfy.gateway.routes.schemas import Strict, agent_ref_field
 from agentfy.identity import AgentKey
 from agentfy.permissions.channels import http_context
 from agentfy.runtime.inbound import Inbound
@@ -40,7 +40,9 @@ class MessageToAgent(Strict):
 
 
 class SendParams(MessageToAgent):
-    agent: str = Field(max_length=100, description=AGENT_REF_DESCRIPTION)
+    """The WebSocket ``agents.send`` parameters: the HTTP body plus the agent the path names."""
+
+    agent: str = agent_ref_field()
 
 
 class AgentReply(BaseModel):

@@ -10,6 +10,7 @@ or another tenant's data: anything unexpected is a 500 with a generic message (t
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from fastapi import FastAPI, Request
@@ -87,6 +88,31 @@ def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
     return {"error": body}
 
 
+#: Where a request-validation error says a value came from: not part of the field's name.
+_VALUE_SOURCES: Final = frozenset({"body", "query", "path", "header", "form", "cookie"})
+
+
+def invalid_request(errors: Sequence[Mapping[str, Any]]) -> ApiError:
+    """The 422 for a request that failed model validation, HTTP body or WebSocket ``params`` alike, so a client
+    gets the same code, field, value and expected format from either API.
+
+    Built from the first error: the field as a client writes it (``config.tools[0]``, without the HTTP
+    source such as ``body``), the offending value when it is a scalar (a nested object is not echoed),
+    ``invalid_id`` when an ID failed its format and ``invalid_input`` otherwise.
+    """
+    first: Mapping[str, Any] = errors[0] if errors else {}
+    location = list(first.get("loc", ()))
+    if location and location[0] in _VALUE_SOURCES:
+        location = location[1:]
+    field = "".join(f"[{part}]" if isinstance(part, int) else (f".{part}" if i else str(part))
+                    for i, part in enumerate(location))
+    value = first.get("input")
+    code = "invalid_id" if first.get("type") == "invalid_id" else "invalid_input"
+    return ApiError(422, code, str(first.get("msg", "invalid request")), field=field or None,
+                    value=value if isinstance(value, str | int | float) else None,
+                    expected=(first.get("ctx") or {}).get("expected"))
+
+
 def describe(error: BaseException) -> tuple[int, dict[str, Any]]:
     """``(status, body)`` for any exception, by the contract above."""
     if isinstance(error, ApiError):
@@ -129,18 +155,8 @@ def install(app: FastAPI) -> None:
 
     async def handle_validation(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, RequestValidationError)
-        first = error.errors()[0] if error.errors() else {}
-        location = list(first.get("loc", ()))
-        if location and location[0] in ("body", "query", "path", "header", "form", "cookie"):
-            location = location[1:]  # where it came from, not part of the field's name
-        field = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p))
-                        for i, p in enumerate(location))
-        message = str(first.get("msg", "invalid request"))
-        value = first.get("input") if isinstance(first.get("input"), str | int | float) else None
-        code = "invalid_id" if first.get("type") == "invalid_id" else "invalid_input"
-        expected = (first.get("ctx") or {}).get("expected")
-        return JSONResponse(error_body(code, message, field=field or None, value=value, expected=expected),
-                            status_code=422)
+        status, body = describe(invalid_request(error.errors()))
+        return JSONResponse(body, status_code=status)
 
     async def handle_http(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, StarletteHTTPException)

@@ -4,9 +4,9 @@
   ``A-Za-z0-9._:-``; anything else could forge log lines or blow up a log store), else a new random one; it is
   on every log record made while the request is handled and is echoed in the response's ``X-Request-ID``.
 * **The log record** (``agentfy.request``, INFO): method, route template, status, duration, and the
-  identity the conventions ask logs to carry — the tenant's *slug* and the *agent key* (never the IDs: those
-  go to spans and metrics).  The slug is looked up once per tenant per process and forgotten when the
-  organization changes.
+  identity people read in logs — the tenant's *slug* and the *agent key*, together (a key is unique only
+  within its tenant; the IDs go to spans and metrics).  The slug is looked up once per tenant per process
+  and forgotten when the organization changes.
 * **Metrics**: requests and latency by route template (:class:`~agentfy.gateway.metrics.GatewayMetrics`).
 
 A pure ASGI middleware, not Starlette's ``BaseHTTPMiddleware``: that runs the application in another task,

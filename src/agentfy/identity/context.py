@@ -1,4 +1,4 @@
-"""The request's identity, carried in a ``contextvars.ContextVar`` (the seed's ``store.With…``/``…FromContext``).
+"""The request's identity, in a ``contextvars.ContextVar``: ``with_…`` binds a field, ``…_from_context`` reads it.
 
 One immutable :class:`RequestContext` per task or thread: binding a field returns a *new* context and sets it
 for the enclosed block only, so nothing leaks between concurrent asyncio tasks (each task runs in a copy of
@@ -126,7 +126,7 @@ def set_for_task(context: RequestContext) -> None:
     _current.set(context)
 
 
-# The seed's helpers, by name -------------------------------------------------------------------------------
+# One helper per field, to bind it or read it ----------------------------------------------------------------
 def with_tenant_id(tenant_id: str) -> AbstractContextManager[RequestContext]:
     return bind(tenant_id=tenant_id)
 

@@ -2,8 +2,8 @@
 
 Every repository call takes a ``Scope`` as a required argument; there is no default tenant and no
 unscoped variant reachable from the API.  A ``Scope`` can only hold a valid organization ID, so a slug, an
-``agent_key`` or an empty string cannot become a tenant by accident (the seed: "``WithTenantID`` takes a
-UUID. Never pass a slug").
+``agent_key`` or an empty string cannot become a tenant by accident: the tenant is always an ID, never a slug
+(a slug is for URLs and people, and can change).
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ Modules, one job each:
 * :mod:`~agentfy.permissions.senders` — what an identity string is (chat scope, synthetic sender, person);
 * :mod:`~agentfy.permissions.decision` — :class:`Decision` and its stable codes;
 * :mod:`~agentfy.permissions.policy` — the write checks (``check_file_writer_permission`` …);
-* :mod:`~agentfy.permissions.propagation` — carrying the person through tool wrappers (#915);
+* :mod:`~agentfy.permissions.propagation` — carrying the person through tool wrappers;
 * :mod:`~agentfy.permissions.ownership` — owner, audit, memory and file identities of a request;
-* :mod:`~agentfy.permissions.channels` — request contexts per channel (the seed's group behavior table).
+* :mod:`~agentfy.permissions.channels` — request contexts per channel (which identity each channel sets).
 """
 
 from agentfy.permissions.channels import discord_context, http_context, new_context, system_context, telegram_context

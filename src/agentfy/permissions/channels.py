@@ -1,4 +1,4 @@
-"""Request contexts as each channel must build them: the seed's "Group behavior table", as code.
+"""Request contexts as each channel must build them: which SCOPE, ACTOR and sender each channel sets, as code.
 
 | context                    | ``user_id`` (SCOPE)               | ``sender_id`` (ACTOR)  | ``actor_id``               |
 |----------------------------|-----------------------------------|------------------------|----------------------------|

@@ -1,4 +1,5 @@
-"""Which identity of a request each purpose uses (the seed's "When to use each" table, as functions).
+"""Which identity of a request each purpose uses, as functions: the ACTOR for what a person did or owns, the
+SCOPE for what the chat's members share.
 
 | purpose                                   | identity                         | function                        |
 |-------------------------------------------|----------------------------------|---------------------------------|
@@ -34,7 +35,8 @@ def owner_for_new_row(ctx: RequestContext) -> str:
     """The owner to store on a new row: the ACTOR (the sender if set, else the user ID).
 
     Raises :class:`NoActorError` when that is not a person — absent, a chat scope (a system context that
-    inherited a group scope without a sender: the group would own the row, which #915 forbids) or a
+    inherited a group scope without a sender: the group would own the row, and a person's skill must belong to
+    the person, not to every member of the chat) or a
     synthetic wrapper sender (a row owned by ``subagent:<task>`` could never be managed by anyone).
     """
     actor = ctx.actor_id
@@ -61,6 +63,7 @@ def file_scope(ctx: RequestContext) -> str | None:
 
 
 def can_manage_skill_in_context(skill: skills.Skill, ctx: RequestContext) -> bool:
-    """Whether the request may patch or delete ``skill``: its owner is the ACTOR (rows since #915) or the
-    SCOPE (legacy rows stored the scope).  Delegates to :func:`agentfy.store.repos.skills.can_manage_skill`."""
+    """Whether the request may patch or delete ``skill``: its owner is the ACTOR (rows written since ownership
+    moved to the person) or the SCOPE (older rows stored the chat scope as owner).  Delegates to
+    :func:`agentfy.store.repos.skills.can_manage_skill`."""
     return skills.can_manage_skill(skill, ctx.actor_id, ctx.user_id)

@@ -1,6 +1,6 @@
 """Group-chat write policy: may the person behind this request change the agent's files, cron or context?
 
-The rules (the seed's "Group permission check policy", with one deliberate change, see below), in order:
+The rules, in order:
 
 1. no tenant in the context → DENY (nothing is looked up by a bare key);
 2. ``ctx.role`` is owner, admin or operator of the tenant → ALLOW (a role belongs to the person);
@@ -15,8 +15,8 @@ The rules (the seed's "Group permission check policy", with one deliberate chang
      explicit deny or none → DENY.  ``cron`` and ``context_file`` fall back to the ``file_writer`` grant
      when they have none of their own; an explicit deny of their own type wins over the fallback;
 
-5. the store fails → DENY by default (fail closed).  The seed fails open ("availability over
-   strictness"); here that is :attr:`PermissionSettings.fail_open_on_store_error`, off by default, because
+5. the store fails → DENY by default (fail closed).  Failing open (availability over strictness) is
+   :attr:`PermissionSettings.fail_open_on_store_error`, off by default, because
    a fail-open turns a degraded database into every group member silently gaining write access, which is
    worse than a write refused for a few minutes.  Either way the failure is logged as a warning.
 
@@ -64,7 +64,7 @@ _STORE_FAILURES: Final = (StoreError,)
 class PermissionSettings:
     """Operator settings of the policy.
 
-    ``fail_open_on_store_error``: when the grant look-up fails, ALLOW (the seed's choice: availability)
+    ``fail_open_on_store_error``: when the grant look-up fails, ALLOW (availability first)
     instead of DENY (the default: no silent privilege escalation while the database is degraded).
     """
 

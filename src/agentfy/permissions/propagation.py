@@ -1,4 +1,7 @@
-"""Carrying the acting person through tool wrappers that re-ingress a message (the seed's #915).
+"""Carrying the acting person through tool wrappers that re-ingress a message.
+
+Without it, a turn relayed by a wrapper acted as the wrapper: every group write the person was granted was
+denied, and rows the turn created were owned by the chat instead of the person.
 
 A subagent announce, a delegate announce, a teammate dispatch and a ``session_send`` each put a
 *synthetic* message on the inbound path: its ``sender_id`` is routing identity (``subagent:<taskID>``,
@@ -19,8 +22,8 @@ chat the person wrote in.  Trust rules:
   its metadata names someone else, so a channel that passes user-controlled metadata through cannot be used
   to act as another member;
 * the origin must be a person (not empty, not synthetic, not a chat scope); anything else is ignored and
-  the synthetic sender stays, which the policy denies in groups — the seed's fail-closed behaviour for a
-  wrapper that did not propagate;
+  the synthetic sender stays, which the policy denies in groups — a wrapper that did not propagate fails
+  closed rather than gaining the group's rights;
 * the role is never carried in metadata: the gateway resolves it for the propagated person and passes it
   to :func:`context_for_run` (a forged metadata entry must not confer a role).
 """
@@ -36,8 +39,8 @@ from agentfy.identity.context import RequestContext
 from agentfy.permissions.channels import new_context
 from agentfy.permissions.senders import SESSION_SEND_SENDER, is_person, is_synthetic_sender, require_identity
 
-#: Metadata key of the real acting sender on a synthetic inbound message (the seed's
-#: ``tools.MetaOriginSenderID``, same wire value).
+#: Metadata key of the real acting sender on a synthetic inbound message (a wire value: producers in other
+#: processes write the same key).
 META_ORIGIN_SENDER_ID: Final = "origin_sender_id"
 
 logger = logging.getLogger("agentfy.permissions")
@@ -138,7 +141,7 @@ def run_request_from_inbound(message: InboundMessage) -> RunRequest:
 
 def context_for_run(run_request: RunRequest, tenant_id: str, agent_id: str, agent_key: str, *,
                     role: str | None = None) -> RequestContext:
-    """The request context of the next turn (the seed's ``loop_context.go``): tenant, agent ID and key (also
+    """The request context of the next turn: tenant, agent ID and key (also
     as the tool agent key), the scope and the acting sender of ``run_request``, and ``role`` as resolved by
     the gateway for that sender.  Validated: a key cannot be bound as the ID, nor a slug as the tenant."""
     return new_context(tenant_id=tenant_id, agent_id=agent_id, agent_key=agent_key, tool_agent_key=agent_key,

@@ -1,22 +1,24 @@
 """What kind of identity a string is: a chat SCOPE, a synthetic (wrapper) sender, or a real person.
 
 The permission policy and the propagation helpers must agree exactly on these shapes, so they live in one
-place.  The seed ("ActorID vs UserID in Group Chats") names the rules:
+place.  The rules, and why:
 
-* a SCOPE (``user_id``) of a group or guild chat starts with ``group:`` or ``guild:``; per-user grants
-  apply only there;
-* a synthetic sender carries routing identity of a tool wrapper (``subagent:<taskID>``,
-  ``teammate:<…>``, ``session_send_tool`` …), never a person, so it can never hold a grant.
+* a SCOPE (``user_id``) of a group or guild chat starts with ``group:`` or ``guild:``; its members share
+  memory and files, so per-user write grants apply only there;
+* a synthetic sender carries the routing identity of a tool wrapper that re-ingresses a message
+  (``subagent:<taskID>``, ``delegate:<taskID>``, ``teammate:<…>``, ``session_send_tool`` …), never a person,
+  so it can never hold a grant: a turn relayed by a wrapper is refused as a wrapper, not looked up as if
+  ``delegate:<taskID>`` were a person who might have been granted something by mistake.
 
-``delegate:`` is synthetic here too although the seed's list omits it: the delegate tool announces as
-``delegate:<taskID>`` (the seed's related code), and a delegate-relayed turn must be refused as a wrapper,
-not looked up as if ``delegate:<taskID>`` were a person who might have been granted something by mistake.
+Every identity string is a *label* by the store's one rule (:func:`agentfy.store.inputs.label_problem`): the
+policy refuses exactly what the store would refuse to record.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Final
+
+from agentfy.store.inputs import check_label, label_problem
 
 #: Prefixes of a SCOPE that is a group or guild chat (the store's ``CHAT_SCOPE_PREFIXES``).
 CHAT_SCOPE_PREFIXES: Final = ("group:", "guild:")
@@ -27,36 +29,18 @@ SESSION_SEND_SENDER: Final = "session_send_tool"
 #: Prefixes of synthetic senders (tool wrappers and internal producers); see the module docstring.
 SYNTHETIC_SENDER_PREFIXES: Final = ("subagent:", "delegate:", "notification:", "teammate:", "system:", "ticker:")
 
-#: Identity strings are at most this long (the store's ``LABEL_MAX_LENGTH``).
-IDENTITY_MAX_LENGTH: Final = 200
-#: Refused like the store refuses them: control characters (Cc), surrogates (Cs), line/paragraph separators.
-_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-
 
 def identity_problem(value: object) -> str | None:
-    """Why ``value`` cannot be an identity string (a sender, a scope, a task ID), or ``None``.
-
-    Such strings end up in logs, keys and grant look-ups, where a newline or NUL would forge or split an
-    entry; the store refuses the same shapes.
-    """
-    if not isinstance(value, str):
-        return f"must be a string, got {type(value).__name__}"
-    if not value:
-        return "must not be empty"
-    if len(value) > IDENTITY_MAX_LENGTH:
-        return f"is {len(value)} characters; at most {IDENTITY_MAX_LENGTH} are allowed"
-    if _CONTROL.search(value):
-        return "contains a control character"
-    return None
+    """Why ``value`` cannot be an identity string (a sender, a scope, a task ID), or ``None``: it must be a
+    non-empty label (such strings end up in logs, keys and grant look-ups, where a newline or NUL would forge
+    or split an entry)."""
+    return label_problem(value)
 
 
 def require_identity(value: object, field: str) -> str:
-    """``value`` if it is a well-formed identity string, else :class:`ValueError` naming ``field``."""
-    problem = identity_problem(value)
-    if problem is None and isinstance(value, str):
-        return value
-    shown = value[:50] if isinstance(value, str) else value
-    raise ValueError(f"{field} {shown!r} {problem}")
+    """``value`` if it is a well-formed identity string, else :class:`~agentfy.store.errors.InvalidInputError`
+    (a :class:`ValueError`) naming ``field`` and the value."""
+    return check_label(value, field)
 
 
 def is_chat_scope(user_id: str | None) -> bool:
@@ -65,8 +49,8 @@ def is_chat_scope(user_id: str | None) -> bool:
 
 
 def is_synthetic_sender(sender_id: str | None) -> bool:
-    """Whether ``sender_id`` is a wrapper's routing identity rather than a person (the seed's
-    ``bus.IsInternalSender``).  An empty sender is not synthetic: it is *absent* (a separate rule)."""
+    """Whether ``sender_id`` is a wrapper's routing identity rather than a person.  An empty sender is not
+    synthetic: it is *absent* (a separate rule)."""
     if not sender_id:
         return False
     return sender_id == SESSION_SEND_SENDER or sender_id.startswith(SYNTHETIC_SENDER_PREFIXES)

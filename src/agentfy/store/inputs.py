@@ -41,6 +41,14 @@ NOT_AN_OBJECT: Final = "_agentfy_not_an_object"
 UNREADABLE: Final = "_agentfy_unreadable"
 
 _BAD_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
+#: A label is an identity string a person or a system names something by: a sender, a chat scope, a session
+#: key, a schedule, a task ID.  Labels end up in logs, keys and grant look-ups, where an embedded newline or
+#: NUL would forge or split an entry, so they are held to more than the text policy (:func:`label_problem`)
+#: and to at most this many characters.
+LABEL_MAX_LENGTH: Final = 200
+#: Unicode categories Cc (control characters), Cs (surrogates: in a Python string always lone), Zl and Zp
+#: (the line and paragraph separators, which break a log line as a newline does).
+_NOT_IN_A_LABEL: Final = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _JSON_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _NOT_A_BRACKET: Final = bytes(b for b in range(256) if b not in b"[]{}")
 _INNERMOST: Final = re.compile(rb"\[\]|\{\}|\[\}|\{\]")
@@ -54,6 +62,12 @@ def text_problem(value: str) -> str | None:
     character = found.group()
     what = "a NUL character" if character == "\x00" else f"a lone surrogate (U+{ord(character):04X})"
     return f"contains {what} at position {found.start()}"
+
+
+def is_clean_text(value: str) -> bool:
+    """Whether ``value`` passes :func:`text_problem` — the same rule as a predicate, for a loop that checks
+    many strings and asks for the detailed error only on failure."""
+    return _BAD_TEXT.search(value) is None
 
 
 def json_problem(value: object, *, max_depth: int = JSON_MAX_DEPTH) -> str | None:
@@ -126,22 +140,48 @@ def safe_text(value: str) -> str:
     return value.encode("utf-8", "backslashreplace").decode("utf-8") if _BAD_TEXT.search(value) else value
 
 
+def _value_problem(value: object, *, max_length: int, allow_empty: bool) -> str | None:
+    if type(value) is not str:
+        return f"expected a string, got {type(value).__name__}"
+    if not value and not allow_empty:
+        return "must not be empty"
+    if len(value) > max_length:
+        return f"is {len(value)} characters; at most {max_length} are allowed"
+    return text_problem(value)
+
+
+def _refuse(value: object, field: str, problem: str) -> InvalidInputError:
+    echo = shown(value)
+    quoted = repr(echo) if echo is not None else safe_text(repr(value)[:ECHO_MAX_CHARS])
+    return InvalidInputError(f"invalid {field} {quoted}: {problem}", field=field, value=echo)
+
+
 def check_text(value: object, field: str, *, max_length: int, allow_empty: bool = False) -> str:
     """``value`` if it is a string within the policy and ``max_length``, else :class:`InvalidInputError`
     naming the field and (escaped, truncated) the value."""
-    problem: str | None = None
-    if type(value) is not str:
-        problem = f"expected a string, got {type(value).__name__}"
-    elif not value and not allow_empty:
-        problem = "must not be empty"
-    elif len(value) > max_length:
-        problem = f"is {len(value)} characters; at most {max_length} are allowed"
-    else:
-        problem = text_problem(value)
+    problem = _value_problem(value, max_length=max_length, allow_empty=allow_empty)
     if problem is not None:
-        echo = shown(value)
-        quoted = repr(echo) if echo is not None else safe_text(repr(value)[:ECHO_MAX_CHARS])
-        raise InvalidInputError(f"invalid {field} {quoted}: {problem}", field=field, value=echo)
+        raise _refuse(value, field, problem)
+    return value  # type: ignore[return-value]
+
+
+def label_problem(value: object, *, max_length: int = LABEL_MAX_LENGTH, allow_empty: bool = False) -> str | None:
+    """Why ``value`` cannot be a label (see :data:`LABEL_MAX_LENGTH`), or ``None``: the text policy, and no
+    control character (Unicode Cc, NUL, tab and newline included) nor line or paragraph separator (Zl, Zp)."""
+    problem = _value_problem(value, max_length=max_length, allow_empty=allow_empty)
+    if problem is None and isinstance(value, str):
+        found = _NOT_IN_A_LABEL.search(value)
+        if found is not None:
+            problem = f"contains the control character U+{ord(found.group()):04X} at position {found.start()}"
+    return problem
+
+
+def check_label(value: object, field: str, *, max_length: int = LABEL_MAX_LENGTH, allow_empty: bool = False) -> str:
+    """``value`` if it is a label (:func:`label_problem`), else :class:`InvalidInputError` naming the field and
+    the value."""
+    problem = label_problem(value, max_length=max_length, allow_empty=allow_empty)
+    if problem is not None:
+        raise _refuse(value, field, problem)
     return value  # type: ignore[return-value]
 
 

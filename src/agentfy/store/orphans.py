@@ -5,7 +5,7 @@ foreign key (``info["references"]``: telemetry, an organization's default agent)
 value is empty, the nil UUID, not a valid ID of the expected entity, or (for references) points at no
 row.  Foreign keys make dangling references impossible while they are enforced; the scan still checks
 them, because a SQLite file written without ``PRAGMA foreign_keys=ON`` or a database restored from an
-older dump may hold them (the seed's section 11: a pre-flight check before upgrading).
+older dump may hold them; run it before an upgrade.
 
 Rows are streamed in pages (bounded memory); validity is ``is_id`` itself, not a SQL approximation.
 """

@@ -1,6 +1,6 @@
 """The database schema: SQLAlchemy Core tables, one definition for SQLite and PostgreSQL.
 
-Rules (``../shared/ARCHITECTURE.md`` and the seed's sections 11-13):
+Rules:
 
 * Every entity ID, and every reference to one, is ``TEXT`` with a CHECK that bounds its length (1-80) and
   its character set (``0-9 a-z -``), so even a raw SQL write of junk fails at the database.  The CHECK uses

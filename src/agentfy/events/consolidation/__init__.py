@@ -7,7 +7,8 @@ long-term memory documents, through the event bus.
     episodic.created  ──semantic──▶ KG entities/relations ──▶ entity.upserted ──dedup──▶ duplicates merged
                       └─dreaming──▶ (debounced: dreaming.due) ──▶ dreams/<scope>.md memory document
 
-Every handler parses the event's tenant and agent IDs before anything else (the seed's Trap 1), works only
+Every handler parses the event's tenant and agent IDs before anything else (a publisher may have put an
+``agent_key`` where the ID belongs), works only
 in the event's tenant, and is idempotent.  ``Worker(db, handlers())`` runs the whole pipeline; see
 ``docs/consolidation.md`` for each worker's contract and how to plug in an LLM-backed summariser or extractor.
 """

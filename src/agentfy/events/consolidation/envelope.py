@@ -1,6 +1,7 @@
 """Reading a consolidation event: its tenant and agent IDs first, then its payload.
 
-Defence in depth (the seed's Trap 1): the :class:`~agentfy.events.worker.Worker` already parses the tenant
+Defence in depth against an event whose agent ID is an ``agent_key`` (its string fields cannot say which
+identity they hold): the :class:`~agentfy.events.worker.Worker` already parses the tenant
 and the agent ID before it calls a handler, but a handler can also be called directly (a test, a replay
 tool, another bus), so every consolidation handler starts with :func:`route`.  It parses both IDs before
 anything else — before the first read, let alone a write — and raises

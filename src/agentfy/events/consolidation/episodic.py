@@ -19,7 +19,7 @@ stages in one transaction for direct calls):
    earlier.
 
 :func:`publish_session_completed` is the publisher's half: it takes the agent's ID and the scope from the
-stored session, so a caller cannot put an ``agent_key`` on the event (the seed's Trap 1).
+stored session, so a caller cannot put an ``agent_key`` where the consumers expect the agent's ID.
 """
 
 from __future__ import annotations

@@ -11,11 +11,18 @@ from agentfy.gateway import agent_ops
 from agentfy.gateway.agent_ops import agent_out
 from agentfy.gateway.app import Authenticated
 from agentfy.gateway.pages import Cursor, Limit, Page
-from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AGENT_REF_PATTERN, AgentIn, AgentOut, AgentPatch
+from agentfy.gateway.routes.schemas import (
+    AGENT_REF_DESCRIPTION,
+    AGENT_REF_MAX_LENGTH,
+    AGENT_REF_PATTERN,
+    AgentIn,
+    AgentOut,
+    AgentPatch,
+)
 from agentfy.store.paging import DEFAULT_LIMIT
 
 router = APIRouter(tags=["agents"])
-AgentRef = Annotated[str, Path(description=AGENT_REF_DESCRIPTION, max_length=100,
+AgentRef = Annotated[str, Path(description=AGENT_REF_DESCRIPTION, max_length=AGENT_REF_MAX_LENGTH,
                                json_schema_extra={"pattern": AGENT_REF_PATTERN})]
 
 

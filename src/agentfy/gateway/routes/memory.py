@@ -1,7 +1,8 @@
 """``/v1/agents/{agent}/memory``: an agent's memory documents — batch upsert (fail-fast) and list.
 
-The batch is all or nothing (the seed's section 9): every row is validated before the first write, and one
-bad row fails the request with an error naming ``documents[i].<field>`` and the value; nothing is written.
+The batch is all or nothing: every row is validated before the first write (a partial success would leave the
+caller guessing which rows were stored), and one bad row fails the request with an error naming
+``documents[i].<field>`` and the value; nothing is written.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """``/v1/vault``: an agent's files — upload (one file or a fail-fast batch), list, download, delete.
 
-The upload is a multipart form whose ``agent_id`` field takes an agent ID **or** an agent_key, resolved by
-the same resolver as every other entry point (the seed's section 7: the form field was once a bypass).  A
-batch (``files`` repeated with ``paths``) is all or nothing (section 9): one bad file fails the request with
-an error naming ``paths[i]`` or ``files[i]``, and nothing is written.
+The upload is a multipart form whose ``agent_id`` field takes an agent ID **or** an agent_key, resolved by the
+same resolver as every other entry point (a form field with its own parsing would be a way around the
+resolver's tenant check).  A batch (``files`` repeated with ``paths``) is all or nothing: one bad file fails
+the request with an error naming ``paths[i]`` or ``files[i]``, and nothing is written.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from agentfy.gateway.limits import UPLOAD_FILE_MAX_BYTES, UPLOAD_FILES_MAX_BYTES
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
-from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION
+from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AGENT_REF_MAX_LENGTH
 from agentfy.gateway.routes.schemas_data import (
     VaultDocumentOut,
     VaultUploadOut,
@@ -112,7 +112,7 @@ def _content_type(upload: UploadFile, field: str) -> str:
              dependencies=[Depends(_known_form_fields)],
              responses={413: {"description": "a file is larger than 10 MiB (or the files total over 50 MiB)"}})
 def upload_documents(*, call: Authenticated,
-                     agent_id: Annotated[str, Form(max_length=100, description=AGENT_REF_DESCRIPTION)],
+                     agent_id: Annotated[str, Form(max_length=AGENT_REF_MAX_LENGTH, description=AGENT_REF_DESCRIPTION)],
                      path: Annotated[str | None, Form(description="The file's path in the agent's vault.")] = None,
                      file: Annotated[UploadFile | None, File(description="The file; its part's content type "
                                                                          "is stored.")] = None,

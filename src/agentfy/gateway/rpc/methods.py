@@ -21,13 +21,12 @@ from pydantic import Field
 from agentfy.gateway import agent_ops, chat
 from agentfy.gateway.app import GatewayState
 from agentfy.gateway.auth import Principal, sign_context
-from agentfy.gateway.chat import MessageToAgent, SendParams
+from agentfy.gateway.chat import SendParams
 from agentfy.gateway.pages import PageParams
-from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AgentIn, AgentPatch, Strict
+from agentfy.gateway.routes.schemas import AgentIn, AgentPatch, Strict, agent_ref_field
 from agentfy.gateway.rpc.broadcast import AGENT_EVENTS, RUN_EVENTS, Subscriber, broadcaster_for
 from agentfy.gateway.rpc.protocol import P, validate
 
-AGENT_REF_MAX_LENGTH: Final = 100  # as the HTTP path parameter
 SIGNED_CONTEXT_TTL_SECONDS: Final = 300
 
 
@@ -48,11 +47,14 @@ class NoParams(Strict):
 
 
 class AgentParams(Strict):
-    agent: str = Field(max_length=AGENT_REF_MAX_LENGTH, description=AGENT_REF_DESCRIPTION)
+    agent: str = agent_ref_field()
 
 
 class UpdateParams(AgentPatch):
-    agent: str = Field(max_length=AGENT_REF_MAX_LENGTH, description=AGENT_REF_DESCRIPTION)
+    """``PATCH /v1/agents/{agent}``'s body with the path parameter as a member: an :class:`AgentPatch` itself, so
+    a field added to the patch reaches both APIs."""
+
+    agent: str = agent_ref_field()
 
 
 class SignParams(Strict):
@@ -79,8 +81,8 @@ def create_agent(call: Call, params: AgentIn) -> dict[str, Any]:
 
 
 def update_agent(call: Call, params: UpdateParams) -> dict[str, Any]:
-    patch = AgentPatch(agent_key=params.agent_key, display_name=params.display_name, config=params.config)
-    return agent_ops.dumped(agent_ops.update_agent(call.gateway, call.who, params.agent, patch))
+    """The HTTP body of ``PATCH /v1/agents/{agent}``: the parameters are that body plus ``agent``."""
+    return agent_ops.dumped(agent_ops.update_agent(call.gateway, call.who, params.agent, params))
 
 
 def delete_agent(call: Call, params: AgentParams) -> dict[str, Any]:
@@ -113,8 +115,7 @@ def unsubscribe(call: Call, _: NoParams) -> dict[str, Any]:
 
 def send(call: Call, params: SendParams) -> dict[str, Any]:
     """The body of ``POST /v1/agents/{agent}/messages`` (the same code, run on the server's event loop)."""
-    message = MessageToAgent(text=params.text, conversation=params.conversation)
-    reply = anyio.from_thread.run(chat.send, call.gateway, call.who, params.agent, message)
+    reply = anyio.from_thread.run(chat.send, call.gateway, call.who, params.agent, params)
     return reply.model_dump(mode="json")
 
 

@@ -15,7 +15,7 @@ from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agentfy.gateway.errors import ApiError, describe
+from agentfy.gateway.errors import ApiError, describe, invalid_request
 from agentfy.store.inputs import JSON_MAX_DEPTH, json_text_too_deep
 
 MAX_MESSAGE_CHARS: Final = 64 * 1024
@@ -89,19 +89,7 @@ def validate(model: type[P], params: dict[str, Any]) -> P:
     try:
         return model.model_validate(params)
     except ValidationError as error:
-        raise validation_error(error) from None
-
-
-def validation_error(error: ValidationError) -> ApiError:
-    """The HTTP gateway's request-validation error for ``error``, as an :class:`ApiError`."""
-    details = error.errors()
-    first: Any = details[0] if details else {}
-    field = ".".join(str(part) for part in first.get("loc", ())) or None
-    value = first.get("input") if isinstance(first.get("input"), str) else None
-    code = "invalid_id" if first.get("type") == "invalid_id" else "invalid_input"
-    expected = (first.get("ctx") or {}).get("expected")
-    return ApiError(422, code, str(first.get("msg", "invalid request")), field=field, value=value,
-                    expected=expected)
+        raise invalid_request(error.errors()) from None
 
 
 def result_message(request_id: RequestId, result: Any) -> Message:

@@ -1,7 +1,8 @@
 """Batch validation helpers: fail-fast checks that name the row, the field and the value.
 
 Shared by the memory-document upsert, the knowledge-graph ingest, the vault bulk upload, telemetry, audit,
-policies and credentials (the seed's section 9: every row is validated before the first write).
+policies and credentials: every row is validated before the first write, so a batch is all or nothing
+(a partial success would leave the caller guessing which rows were stored).
 """
 
 from __future__ import annotations

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import json
-import unicodedata
-from typing import Any, Final
+from typing import Any
 
 from agentfy.store.errors import InvalidInputError
-from agentfy.store.inputs import check_json, check_json_size, check_text, readable_object
+from agentfy.store.inputs import LABEL_MAX_LENGTH, check_json, check_json_size, check_label, check_text, readable_object
 
 
 def dump_json(value: Any, *, field: str) -> str:
@@ -37,25 +36,9 @@ def require_text(value: object, *, field: str, max_length: int = 10_000, allow_e
     return check_text(value, field, max_length=max_length, allow_empty=allow_empty)
 
 
-#: Identity strings (actors, scopes, schedules, labels) are at most this long.
-LABEL_MAX_LENGTH: Final = 200
-_REFUSED_CATEGORIES: Final = frozenset({"Cc", "Cs", "Zl", "Zp"})
-
-
-def _refused_character(value: str) -> str | None:
-    for position, char in enumerate(value):
-        if unicodedata.category(char) in _REFUSED_CATEGORIES:
-            return f"contains the control character U+{ord(char):04X} at position {position}"
-    return None
-
-
 def require_label(value: object, *, field: str, max_length: int = LABEL_MAX_LENGTH,
                   allow_empty: bool = False) -> str:
-    """A short identity string (an actor, a scope, a schedule): text within ``max_length`` with no control
-    characters, else :class:`InvalidInputError` naming the field.  Such strings end up in logs, keys and
-    permission look-ups, where an embedded newline or NUL would forge or split an entry."""
-    text = require_text(value, field=field, max_length=max_length, allow_empty=allow_empty)
-    problem = _refused_character(text)
-    if problem is not None:
-        raise InvalidInputError(f"{field} {problem}", field=field, value=text[:100])
-    return text
+    """A short identity string (an actor, a scope, a schedule) by the one label rule
+    (:func:`agentfy.store.inputs.check_label`: no control characters, at most ``max_length``), else
+    :class:`InvalidInputError` naming the field."""
+    return check_label(value, field, max_length=max_length, allow_empty=allow_empty)

@@ -58,13 +58,12 @@ def _entry(row: tuple[Any, ...]) -> AuditEntry:
 
 
 def _recorded(value: object, field: str) -> str | None:
-    """A recorded ID: any string, kept as is (only NUL is refused: PostgreSQL text cannot hold it)."""
+    """A recorded ID: any string of any length, kept as is — history records what happened.  Only what no
+    engine can store is refused, by the one text rule (a NUL: PostgreSQL text cannot hold it; a lone
+    surrogate: it is not Unicode text, and neither engine can encode it)."""
     if value is None:
         return None
-    if type(value) is not str or "\x00" in value:
-        raise InvalidInputError(f"invalid {field} {value!r}: expected a string without NUL", field=field,
-                                value=value)
-    return value
+    return check_text(value, field, max_length=len(value) if isinstance(value, str) else 0, allow_empty=True)
 
 
 def record_audit(tx: Tx, scope: Scope, *, action: str, actor_id: str | None = None, target_id: str | None = None,

@@ -1,6 +1,6 @@
 """Cron jobs: scheduled runs of an agent of the tenant.
 
-A job records both identities of the seed's group-chat rule: ``created_by`` is the ACTOR who scheduled it
+A job records both identities of a group chat: ``created_by`` is the ACTOR who scheduled it
 (audit), ``user_id`` the SCOPE it runs in (the memory and files it sees; empty for none).  The schedule is
 stored as given; the scheduler parses it.  Deleting the agent deletes its jobs.
 """

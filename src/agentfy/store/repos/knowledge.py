@@ -1,6 +1,6 @@
 """The knowledge graph: entities and relations of an agent, written in batches by the semantic worker.
 
-Batch ingest follows the seed's fail-fast contract (section 9): every row of ``entities`` and ``relations``
+Batch ingest is all or nothing: every row of ``entities`` and ``relations``
 is validated before the first write — IDs (``agent``, ``kg-entity``), required fields, every agent living
 in the scope's tenant (one query for the batch's distinct agents) and every existing endpoint living in the
 tenant under the relation's agent (one query).  One bad row fails the whole batch with an error naming
@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from agentfy.identity import AgentId, KgEntityId, KgRelationId, OrgId, Scope, parse_id
 from agentfy.store.db import Sql, Tx, now
 from agentfy.store.errors import InvalidInputError, NotFoundError
-from agentfy.store.inputs import check_text
+from agentfy.store.inputs import check_text, is_clean_text
 from agentfy.store.paging import Keyset
 from agentfy.store.repos._batch import (
     USER_ID_MAX_LENGTH,
@@ -113,7 +113,7 @@ class EntityInput:
     """One entity to ingest.  ``user_id`` is the memory SCOPE it was learnt in (empty: the agent's own).
 
     Keyword-only, like every batch input here: ``agent_id`` and ``user_id`` are adjacent strings that a
-    positional call could swap (the seed's Trap 2).
+    positional call could swap without any error.
     """
 
     agent_id: str
@@ -228,16 +228,15 @@ def ingest_graph(tx: Tx, scope: Scope, *, entities: Sequence[EntityInput],
     entity_rows: list[dict[str, Any]] = []
     # The tight loop: plain checks inline, the detailed checkers (which name the field) only on failure.
     known, append = agents.parsed, entity_rows.append
-    user_max, name_max, type_max = USER_ID_MAX_LENGTH, NAME_MAX_LENGTH, TYPE_MAX_LENGTH
+    user_max, name_max, type_max, clean = USER_ID_MAX_LENGTH, NAME_MAX_LENGTH, TYPE_MAX_LENGTH, is_clean_text
     for i, e in enumerate(entities):
         value = e.agent_id
         agent = known.get(value) if type(value) is str else None
         if agent is None:
             agent = agents.parse(value, "entities", i)
         user, name, kind, properties = e.user_id, e.name, e.entity_type, e.properties
-        if not (type(user) is str and len(user) <= user_max and "\x00" not in user
-                and type(name) is str and 0 < len(name) <= name_max and "\x00" not in name
-                and type(kind) is str and 0 < len(kind) <= type_max and "\x00" not in kind):
+        if not (type(user) is str and len(user) <= user_max and type(name) is str and 0 < len(name) <= name_max
+                and type(kind) is str and 0 < len(kind) <= type_max and clean(user + name + kind)):
             _check_entity_fields(e, i)
         append({"tenant_id": tenant, "agent_id": agent, "user_id": user, "name": name, "entity_type": kind,
                 "properties": "{}" if properties is None else check_json(properties,

@@ -1,9 +1,9 @@
 """Agent memory: episodic summaries (one per session compaction) and memory documents with their chunks.
 
-Memory documents are written in batches (the memory flush), under the seed's batch fail-fast contract
-(section 9): every row is validated — IDs, required fields, the agent belonging to the scope's tenant —
-before the first write, and one bad row fails the whole batch with an error naming the row index, the field
-and the value, so nothing is written.  The batch helpers live in ``_batch``.
+Memory documents are written in batches (the memory flush), all or nothing: every row is validated — IDs,
+required fields, the agent belonging to the scope's tenant — before the first write, and one bad row fails the
+whole batch with an error naming the row index, the field and the value, so nothing is written.  The batch
+helpers live in ``_batch``.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from agentfy.store.schema import (
 )
 from agentfy.store.sql import insert, insert_returning_id
 
-#: The platform organization: its ID is fixed by the seed, so every environment agrees on it.
+#: The platform organization: its ID is a constant, so every environment agrees on it.
 PLATFORM_ORG_ID: Final = OrgId("org-silver-days-zxy8s9bpp6hp")
 PLATFORM_ORG_SLUG: Final = "platform"
 

@@ -1,6 +1,6 @@
 """Group-chat config grants (``agent_config_permissions``): may this sender change this agent's config here?
 
-A grant names three identities that must not be confused (the seed, "ActorID vs UserID in Group Chats"):
+A grant names three identities that must not be confused:
 
 * the tenant, through the required ``Scope`` (as everywhere);
 * the chat SCOPE the grant applies to (``group:telegram:<chat>``, ``guild:<guild>:…``), stored in the

@@ -1,12 +1,10 @@
 """Sessions: conversations keyed by ``(tenant, session_key)``, and their ordered messages.
 
-The session key is the session's only identifier (the seed, section 5: "safe by construction"), so it is
-validated as text, not as an ID: non-empty, at most 200 characters, no control characters.  A session
+The session key is the session's only identifier (a session has no separate ID, so there is no second
+identity to confuse it with), and it is validated as a label, not as an ID: non-empty, at most 200
+characters, no control characters (:func:`agentfy.store.inputs.check_label`).  A session
 records the memory SCOPE it belongs to (``user_id``: ``group:telegram:…`` in a group, the sender in a DM);
 each message records its ACTOR (``sender_id``) when a person sent it.  The two are never interchangeable.
-
-Also home of :func:`require_label`, the rule for the other free-text identity strings the repositories
-store (actor IDs, scope strings, schedules).
 """
 
 from __future__ import annotations
@@ -27,8 +25,6 @@ from agentfy.store.sql import insert
 SESSION_KEY_MAX_LENGTH: Final = 200
 MESSAGE_MAX_LENGTH: Final = 1_000_000
 MESSAGE_ROLES: Final = ("user", "assistant", "system", "tool")
-#: Unicode categories refused in keys and labels: control characters, lone surrogates (no encoding can store
-#: them) and the line/paragraph separators (they break log lines as a newline would).
 
 _COLUMNS: Final = (sessions.c.tenant_id, sessions.c.session_key, sessions.c.agent_id, sessions.c.user_id,
                    sessions.c.status, sessions.c.compaction_count, sessions.c.created_at, sessions.c.completed_at)

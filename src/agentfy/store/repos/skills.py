@@ -1,7 +1,7 @@
 """Skills: named instructions an agent can load, owned by the person who published them.
 
-``owner_id`` is the ACTOR (``ActorIDFromContext``: the individual sender), never the group scope, so a
-skill published in a group belongs to the person, not the group.  Rows written before that rule (#915)
+``owner_id`` is the ACTOR (``RequestContext.actor_id``: the individual sender), never the group scope, so a
+skill published in a group belongs to the person, not the group.  Rows written before that rule
 hold the SCOPE (``group:telegram:…``) instead; :func:`can_manage_skill` accepts either so those rows stay
 manageable without a destructive backfill.  The repository stores; callers decide with
 :func:`can_manage_skill` before :func:`update_skill` or :func:`delete_skill`.
@@ -66,8 +66,9 @@ def _owner(value: object) -> str:
 
 def can_manage_skill(skill: Skill, actor_id: str | None, user_id_scope: str | None) -> bool:
     """Whether the request may patch or delete ``skill``: its owner is the acting person (rows written since
-    #915) or the request's scope (legacy rows stored the scope).  Empty identities never match, so a system
-    context without an actor cannot claim a skill whose owner is somehow empty."""
+    ownership moved to the person) or the request's scope (older rows stored the chat scope).  Empty
+    identities never match, so a system context without an actor cannot claim a skill whose owner is somehow
+    empty."""
     owner = skill.owner_id
     if not owner:
         return False

@@ -1,6 +1,7 @@
 """Teams, their members and their API keys.
 
-Teams have an ID only (no key or slug: the seed, section 13).  Members are referenced by agent ID; the
+Teams have an ID only (no key or slug: nothing displays or addresses a team by name, so there is no second
+identity to keep apart from the first).  Members are referenced by agent ID; the
 gateway resolves an ``agent_key`` to the ID before calling.  Every referenced agent must belong to the
 scope's tenant: the foreign key only proves the agent exists *somewhere*, so each write checks the tenant
 first, and an agent of another tenant is "not found" like a missing one.

@@ -1,4 +1,4 @@
-"""Telemetry: traces, spans and usage snapshots (the seed's section 12).
+"""Telemetry: traces, spans and usage snapshots.
 
 These tables are append-only and high-volume, so they have no foreign keys; the insert path is the
 defence instead.  A missing tenant or agent ID (``None`` or ``""``) becomes SQL NULL, and anything else

@@ -1,6 +1,6 @@
 """The vault: files an agent keeps (uploads, attachments), one per (agent, path).
 
-Bulk upload follows the seed's fail-fast contract (section 9): every row is validated — the agent ID, the
+Bulk upload is all or nothing: every row is validated — the agent ID, the
 path, the content type, the content, each agent living in the scope's tenant (one query for the batch's
 distinct agents), no (agent, path) already taken or repeated in the batch (one query) — before the first
 write.  One bad row fails the whole batch with an error naming ``uploads[i].<field>`` and the value, and
@@ -77,14 +77,9 @@ class VaultDocumentInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class VaultDocument:
-    id: VaultDocumentId
-    tenant_id: OrgId
-    agent_id: AgentId
-    path: str
-    content_type: str
-    size: int
-    created_at: str
+class VaultDocument(VaultDocumentInfo):
+    """A vault document with its content: its listing plus the bytes."""
+
     content: bytes
 
 
