@@ -350,7 +350,7 @@ def db_current(database_url: DatabaseUrlOption = None) -> None:
 def db_seed(database_url: DatabaseUrlOption = None) -> None:
     """Add development fixtures (organization 'demo', two agents, a team, an owner key shown once).
 
-    Refuses a database that still holds legacy IDs: run the cutover first, or the seed would create a second
+    Refuses a database that still holds legacy IDs: run the cutover first, or seeding would create a second
     platform organization next to the legacy one instead of the one the cutover produces.
     """
     from agentfy.cutover.detect import has_legacy_identities, legacy_identities  # noqa: PLC0415

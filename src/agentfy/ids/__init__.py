@@ -1,8 +1,9 @@
 """The canonical ID format of Agentfy, Bonsite, Securify, Shiffty and Store Deputy.
 
 ``<prefix>-<adjective>-<noun>-<12 lower-case Crockford base32>``, e.g. ``user-calm-rivers-k8m4p2d7n9x3``,
-minted byte for byte like the TypeScript reference (``../shared/seeds/id-format.txt``).  Standard library
-only, so any service can vendor it.  The names are the reference's exports in snake_case:
+minted byte for byte like the TypeScript reference the five products share (so an ID minted here is one
+any of them could have minted).  Standard library only, so any service can vendor it.  The names are the
+reference's exports in snake_case:
 
 >>> from agentfy.ids import format_id, is_id
 >>> agent_id = format_id("agent")

@@ -1,4 +1,4 @@
-"""Numbers and alphabets of the ID format (``../shared/seeds/id-format.txt``), in one place."""
+"""Numbers and alphabets of the ID format, in one place (every module reads them from here)."""
 
 from typing import Final
 

@@ -7,7 +7,7 @@ splits from the right, checks each word against its dictionary and the suffix ag
 Nothing is ever normalised (the dictionaries and alphabets are ASCII lower case, so upper case, look-alikes,
 percent-encoding and whitespace simply do not match).
 
-What the seed leaves open, decided here (see ``docs/id-format.md``):
+What the format's specification leaves open, decided here (see ``docs/id-format.md``):
 
 * Which words the other products' legacy formats use: human-id 4.1.3's (adjective, noun, verb for three
   words; adjective, noun for two), except Shiffty, whose own dictionary is unknown: any ``[a-z]+`` word.

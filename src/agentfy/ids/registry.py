@@ -21,7 +21,8 @@ PREFIX_SHAPE: Final = re.compile(r"[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*")
 
 
 def derive_prefix(model: str) -> str:
-    """The prefix for a model name, by the seed's rule; ``ValueError`` if the name or result is unusable."""
+    """The prefix for a model name, by the format's rule (PascalCase to kebab-case, ``Organization``
+    shortened to ``org``); ``ValueError`` if the name or result is unusable."""
     if not _MODEL_NAME.fullmatch(model):
         raise ValueError(f"model name {model!r} is not PascalCase (expected e.g. 'AgentMcpServer')")
     words = ["org" if w == "Organization" else w.lower() for w in _WORD_BOUNDARY.split(model)]

@@ -1,6 +1,6 @@
 """Validation: ``is_canonical_id``, ``is_legacy_id``, ``is_id`` and their helpers.
 
-Contract (``../shared/seeds/id-format.txt``, "Validation"):
+Contract (the same in every product, so an ID one accepts no other refuses):
 
 * a value is accepted only as it is: no case folding, Unicode normalisation, percent-decoding or trimming;
 * anything that is not a ``str`` is refused (``False``), never an exception;
