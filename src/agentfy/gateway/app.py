@@ -7,6 +7,7 @@ tenant.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import AsyncIterator
@@ -165,6 +166,20 @@ def _start_workers(gateway: GatewayState, settings: Settings) -> None:
                                                 settings=settings.events))
 
 
+def _attach_channels(app: FastAPI, gateway: GatewayState, settings: Settings) -> None:
+    """The chat channels' state (``app.state.channels``), handing every channel's messages to this process's
+    runtime, and what its subagents and teammates announce later back to their chat."""
+    from agentfy.channels.outbound import deliver_announcement  # noqa: PLC0415 - the channels import the gateway
+    from agentfy.channels.state import install  # noqa: PLC0415
+
+    channels = install(app, gateway.db, settings)
+    runtime = gateway.runtime
+    assert runtime is not None
+    channels.handler = runtime
+    if runtime.outbound is None:
+        runtime.outbound = functools.partial(deliver_announcement, channels)
+
+
 def default_workspace_root(db: Database) -> Path:
     """Where agents' workspaces live when the ``workspace_root`` setting is unset: ``workspaces/`` beside the
     SQLite file, else ``var/workspaces``."""
@@ -246,11 +261,9 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
                                 status_code=503)
         return {"status": "ready"}
 
-    from agentfy.channels.state import install as install_channels  # noqa: PLC0415 - imports the gateway
     from agentfy.gateway.routes.mount import register  # noqa: PLC0415 - the routes import this module
 
-    channels = install_channels(app, db, settings)  # app.state.channels: the webhooks' state
-    channels.handler = gateway.runtime  # every channel's messages go to this process's runtime
+    _attach_channels(app, gateway, settings)
     authenticated = register(app)
 
     def openapi_document() -> dict[str, Any]:

@@ -1,0 +1,224 @@
+"""A Telegram message's whole journey through the real endpoints and the real runtime (offline model): the
+webhook, the loop, the tools behind the permission policy, the session, and the reply to a fake Bot API —
+on SQLite and PostgreSQL.  The identity rules are checked where a user would see them break: who may write
+in a group, where the file lands and whose it is, and that two tenants sharing an agent key and a chat ID
+share nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from agentfy.channels.settings import ChannelSettings
+from agentfy.channels.state import ChannelState
+from agentfy.events.consolidation import handlers
+from agentfy.events.worker import Worker
+from agentfy.identity import parse_agent_key
+from agentfy.permissions.channels import telegram_context
+from agentfy.runtime.inbound import Inbound
+from agentfy.store import schema
+from agentfy.store.db import Database
+from agentfy.store.repos import agents, audit, memory, permissions, sessions
+from agentfy.store.repos.credentials import CredentialCipher
+from tests.channels.conftest import TELEGRAM_API, FakePlatforms
+from tests.gateway.conftest import Tenant, make_tenant
+
+GROUP_CHAT = -1001234567890
+SCOPE = f"group:telegram:{GROUP_CHAT}"
+ALICE, BOB = 1001, 1002
+
+
+class Live:
+    def __init__(self, client: TestClient, platforms: FakePlatforms, workspace: Path) -> None:
+        self.client, self.platforms, self.workspace = client, platforms, workspace
+
+    def bind(self, tenant: Tenant, bot: str, secret: str) -> None:
+        body = {"bot_username": f"@{bot}", "bot_token": "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
+                "secret_token": secret}
+        answer = self.client.put("/v1/agents/support/channels/telegram", json=body, headers=tenant.headers("admin"))
+        assert answer.status_code == 201, answer.text
+
+    def say(self, bot: str, secret: str, text: str, *, sender: int = ALICE, chat: int = GROUP_CHAT,
+            chat_type: str = "supergroup") -> str:
+        """Post an update (in a group: as a reply to the bot, so it is addressed) and return the agent's reply
+        as the fake Bot API received it."""
+        before = len(self.platforms.requests)
+        body: dict[str, Any] = {"message_id": 42, "chat": {"id": chat, "type": chat_type}, "text": text,
+                                "from": {"id": sender, "is_bot": False, "first_name": "Ada"}}
+        if chat_type != "private":
+            body["reply_to_message"] = {"message_id": 41, "from": {"id": 555, "is_bot": True, "username": bot}}
+        answer = self.client.post(f"/v1/channels/telegram/{bot}/webhook", json={"update_id": 7, "message": body},
+                                  headers={"X-Telegram-Bot-Api-Secret-Token": secret})
+        assert answer.status_code == 200, answer.text
+        sent = self.platforms.requests[before:]
+        assert len(sent) == 1, sent
+        _, url, payload = sent[0]
+        assert url.endswith("/sendMessage") and payload["chat_id"] == chat
+        return str(payload["text"])
+
+    def files(self) -> dict[str, str]:
+        return {str(p.relative_to(self.workspace)): p.read_text() for p in sorted(self.workspace.rglob("*"))
+                if p.is_file()}
+
+
+@pytest.fixture
+def live(db: Database, tmp_path: Path) -> Iterator[Live]:
+    from agentfy.gateway.app import create_app
+
+    workspace = tmp_path / "workspaces"
+    app = create_app(db, signing_secret=b"s" * 32, workspace_root=workspace)
+    platforms = FakePlatforms()
+    state: ChannelState = app.state.channels
+    state.transport = httpx.MockTransport(platforms.handle)
+    state.settings = ChannelSettings(telegram_api_base=TELEGRAM_API)
+    state.cipher_override = CredentialCipher(CredentialCipher.generate_key())
+    with TestClient(app) as client:
+        yield Live(client, platforms, workspace)
+
+
+@pytest.fixture
+def acme(db: Database) -> Tenant:
+    tenant = make_tenant(db, "acme")
+    with db.transaction() as tx:
+        agents.create_agent(tx, tenant.scope, agent_key="support")
+    return tenant
+
+
+@pytest.fixture
+def globex(db: Database) -> Tenant:
+    tenant = make_tenant(db, "globex")
+    with db.transaction() as tx:
+        agents.create_agent(tx, tenant.scope, agent_key="support")  # the same key, another tenant
+    return tenant
+
+
+def _sessions(db: Database, tenant: Tenant) -> list[tuple[str, str, str]]:
+    """``(session_key, user_id SCOPE, agent_id)`` of the tenant's sessions."""
+    with db.transaction(write=False) as tx:
+        rows = tx.all(sa.select(schema.sessions.c.session_key, schema.sessions.c.user_id, schema.sessions.c.agent_id)
+                      .where(schema.sessions.c.tenant_id == tenant.scope.tenant_id))
+    return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+
+def _agent_id(db: Database, tenant: Tenant) -> str:
+    with db.transaction(write=False) as tx:
+        return agents.resolve_agent(tx, tenant.scope, "support").id
+
+
+def test_a_group_write_needs_the_senders_grant_and_lands_in_the_groups_workspace(
+        db: Database, live: Live, acme: Tenant) -> None:
+    live.bind(acme, "SupportBot", "acme-secret-0123456789-abcdefgh")
+    refused = live.say("SupportBot", "acme-secret-0123456789-abcdefgh", "/tool write_file path=plan.txt content=go")
+    assert refused.startswith("write_file: denied (no_grant)") and f"sender ID {ALICE}" in refused
+    assert live.files() == {}  # nothing written
+    with db.transaction() as tx:
+        permissions.grant(tx, acme.scope, _agent_id(db, acme), chat_scope=SCOPE, config_type="file_writer",
+                          sender_id=str(ALICE), allow=True, granted_by="admin")
+    written = live.say("SupportBot", "acme-secret-0123456789-abcdefgh", "/tool write_file path=plan.txt content=go")
+    assert written == f"write_file: wrote plan.txt (2 bytes) for {ALICE}"
+    assert live.files() == {f"tenants/acme/agents/support/scopes/group%3atelegram%3a{GROUP_CHAT}/plan%2etxt": "go"}
+    with db.transaction(write=False) as tx:
+        (entry,) = audit.list_audit(tx, acme.scope, action="workspace.file.written")
+    assert entry.actor_id == str(ALICE)  # the person, never the group
+    # Bob, in the same group without a grant, is refused; the file is as Alice left it
+    assert "denied (no_grant)" in live.say("SupportBot", "acme-secret-0123456789-abcdefgh",
+                                            "/tool write_file path=plan.txt content=no", sender=BOB)
+    assert list(live.files().values()) == ["go"]
+
+
+def test_a_dm_is_the_senders_own_scope(db: Database, live: Live, acme: Tenant) -> None:
+    live.bind(acme, "SupportBot", "acme-secret-0123456789-abcdefgh")
+    reply = live.say("SupportBot", "acme-secret-0123456789-abcdefgh", "hello", chat=ALICE, chat_type="private")
+    assert reply == "@support heard: hello"
+    (session,) = _sessions(db, acme)
+    assert session[1] == str(ALICE)  # the DM's SCOPE is the sender
+
+
+def test_two_tenants_with_the_same_agent_key_and_chat_share_nothing(db: Database, live: Live, acme: Tenant,
+                                                                   globex: Tenant) -> None:
+    live.bind(acme, "AcmeHelpBot", "acme-secret-0123456789-abcdefgh")
+    live.bind(globex, "GlobexHelpBot", "globex-secret-0123456789-abcdefg")
+    for tenant in (acme, globex):
+        with db.transaction() as tx:
+            permissions.grant(tx, tenant.scope, _agent_id(db, tenant), chat_scope=SCOPE, config_type="file_writer",
+                              sender_id=str(ALICE), allow=True, granted_by="admin")
+    live.say("AcmeHelpBot", "acme-secret-0123456789-abcdefgh", "/tool write_file path=secret.txt content=acme")
+    live.say("GlobexHelpBot", "globex-secret-0123456789-abcdefg", "/tool write_file path=secret.txt content=globex")
+    assert live.files() == {
+        f"tenants/acme/agents/support/scopes/group%3atelegram%3a{GROUP_CHAT}/secret%2etxt": "acme",
+        f"tenants/globex/agents/support/scopes/group%3atelegram%3a{GROUP_CHAT}/secret%2etxt": "globex"}
+    read = live.say("GlobexHelpBot", "globex-secret-0123456789-abcdefg", "/tool read_file path=secret.txt")
+    assert read == "read_file: globex"
+    (acme_session,), (globex_session,) = _sessions(db, acme), _sessions(db, globex)
+    assert acme_session[2] == _agent_id(db, acme) and globex_session[2] == _agent_id(db, globex)
+    assert acme_session[1] == globex_session[1] == SCOPE  # the same chat, each in its own tenant
+    with db.transaction(write=False) as tx:
+        texts = [m.content for m in sessions.list_messages(tx, globex.scope, globex_session[0])]
+    assert texts and not any("acme" in text for text in texts)
+
+
+def test_a_completed_conversation_becomes_episodic_memory(db: Database, live: Live, acme: Tenant) -> None:
+    live.bind(acme, "SupportBot", "acme-secret-0123456789-abcdefgh")
+    live.say("SupportBot", "acme-secret-0123456789-abcdefgh", "we launch on Friday", chat=ALICE, chat_type="private")
+    runtime = live.client.app.state.gateway.runtime  # type: ignore[attr-defined]
+    # the conversation the channel opened: the same tenant, agent key, SCOPE/ACTOR and conversation name
+    inbound = Inbound(acme.scope.tenant_id, parse_agent_key("support"),
+                      telegram_context(ALICE, ALICE, is_group=False, tenant_id=acme.scope.tenant_id,
+                                       agent_key="support"),
+                      channel="telegram", conversation=f"telegram:{ALICE}", text="")
+    completed = live.client.portal.call(runtime.end_conversation, inbound)  # type: ignore[union-attr]
+    assert completed is not None and completed.status == "completed"
+    worker = Worker(db, handlers())
+    while worker.run_once():
+        pass
+    with db.transaction(write=False) as tx:
+        summaries = memory.list_unpromoted_summaries(tx, acme.scope, _agent_id(db, acme), str(ALICE))
+    assert [s.session_key for s in summaries] == [completed.session_key]
+
+
+def _wait_idle(live: Live) -> None:
+    runtime = live.client.app.state.gateway.runtime  # type: ignore[attr-defined]
+    live.client.portal.call(runtime.wait_idle)  # type: ignore[union-attr]
+
+
+def _messages(db: Database, tenant: Tenant) -> list[tuple[str, str | None, str]]:
+    """The messages of every session of the tenant (the chat's, the subagent's, the teammate's)."""
+    with db.transaction(write=False) as tx:
+        return [(m.role, m.sender_id, m.content) for key, _, _ in _sessions(db, tenant)
+                for m in sessions.list_messages(tx, tenant.scope, key)]
+
+
+def test_a_subagent_and_a_delegate_act_for_the_original_sender_and_announce_to_the_chat(
+        db: Database, live: Live, acme: Tenant) -> None:
+    live.bind(acme, "SupportBot", "acme-secret-0123456789-abcdefgh")
+    with db.transaction() as tx:
+        helper = agents.create_agent(tx, acme.scope, agent_key="helper")
+        for agent_id in (_agent_id(db, acme), helper.id):
+            permissions.grant(tx, acme.scope, agent_id, chat_scope=SCOPE, config_type="file_writer",
+                              sender_id=str(ALICE), allow=True, granted_by="admin")
+    before = len(live.platforms.requests)
+    live.say("SupportBot", "acme-secret-0123456789-abcdefgh",
+             "/tool spawn_subagent task='/tool write_file path=sub.txt content=ok'")
+    _wait_idle(live)
+    live.say("SupportBot", "acme-secret-0123456789-abcdefgh",
+             "/tool delegate agent=helper task='/tool write_file path=d.txt content=ok'")
+    _wait_idle(live)
+    # both wrote with Alice's grant, each in its own agent's workspace of the group
+    assert set(live.files()) == {
+        f"tenants/acme/agents/support/scopes/group%3atelegram%3a{GROUP_CHAT}/sub%2etxt",
+        f"tenants/acme/agents/helper/scopes/group%3atelegram%3a{GROUP_CHAT}/d%2etxt"}
+    with db.transaction(write=False) as tx:
+        writers = {entry.actor_id for entry in audit.list_audit(tx, acme.scope, action="workspace.file.written")}
+    assert writers == {str(ALICE)}
+    # the announcements came back into the conversation as Alice's (not the subagent's, not the group's) ...
+    announced = [m for m in _messages(db, acme) if m[0] == "user" and m[2].startswith("write_file: wrote")]
+    assert [(role, sender) for role, sender, _ in announced] == [("user", str(ALICE)), ("user", str(ALICE))]
+    # ... and the agent's answers to them reached the group's chat, after the turns' own replies
+    sent = [body for _, url, body in live.platforms.requests[before:] if url.endswith("/sendMessage")]
+    assert len(sent) == 4 and all(body["chat_id"] == GROUP_CHAT for body in sent)
