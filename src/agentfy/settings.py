@@ -67,10 +67,12 @@ class PoolConfig(_Section):
 
 
 class CacheSettings(_Section):
-    """``router_ttl_seconds``: how long a cached agent loop lives without a change heard from the change feed
-    (a backstop; the feed empties the cache on every committed change)."""
+    """How long cached entries live without a change heard from the change feed — a backstop: the feed drops
+    an entry on every committed change that makes it stale.  ``router_ttl_seconds``: agents;
+    ``principal_ttl_seconds``: credentials of reads (writes always check the credential in the database)."""
 
     router_ttl_seconds: float = Field(default=300.0, gt=0)
+    principal_ttl_seconds: float = Field(default=60.0, gt=0)
 
 
 class ConsolidationConfig(_Section):

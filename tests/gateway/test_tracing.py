@@ -45,3 +45,28 @@ def test_a_request_span_carries_ids_and_contains_the_statements(db: Database, ac
     inside = [span for span in statements if span.parent is not None
               and span.parent.span_id == request.context.span_id]
     assert inside, "the statements of the request are children of its span"
+
+
+def test_an_agent_run_is_a_span_with_the_agents_id(db: Database, acme: Tenant, tmp_path: object,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentfy.store.repos import api_keys, orgs
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setitem(tracing._configured, "console", provider.get_tracer("test"))
+    monkeypatch.setenv("AGENTFY_TELEMETRY_OTEL_EXPORTER", "console")
+    agent = new_agent(db, acme.scope, "chatty")
+    with db.transaction() as tx:
+        user = orgs.create_user(tx, display_name="Ann").id
+        orgs.add_member(tx, acme.scope, user, "operator")
+        key = api_keys.create_api_key(tx, acme.scope, name="ann", role="operator", user_id=user).key
+    with TestClient(create_app(db, signing_secret=b"s" * 32, settings=load_settings())) as client:
+        answer = client.post("/v1/agents/chatty/messages", json={"text": "hello"},
+                             headers={"Authorization": f"Bearer {key}"})
+        assert answer.status_code == 200, answer.text
+    db.tracer = None
+    (run,) = [span for span in exporter.get_finished_spans() if span.name == "agent.run"]
+    assert run.attributes is not None
+    assert run.attributes["agent_id"] == agent.id and run.attributes["tenant_id"] == acme.scope.tenant_id
+    assert run.attributes["agent.key"] == "chatty" and run.attributes["tenant.slug"] == "acme"  # display only

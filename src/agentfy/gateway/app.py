@@ -200,7 +200,8 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
     the chat channels (Telegram, Discord, web) hand their messages to it."""
     settings = settings if settings is not None else load_settings()
     gateway = GatewayState(db, Router(db, ttl=settings.cache.router_ttl_seconds), signing_secret or os.urandom(32),
-                           PrincipalCache(db), run_workers, inline_lookups=db.dialect == "sqlite")
+                           PrincipalCache(db, ttl=settings.cache.principal_ttl_seconds), run_workers,
+                           inline_lookups=db.dialect == "sqlite")
     gateway.runtime = runtime if runtime is not None else _runtime(gateway, settings, workspace_root)
 
     @asynccontextmanager

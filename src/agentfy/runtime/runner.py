@@ -30,12 +30,14 @@ import asyncio
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from agentfy.agents.loop import AgentLoop
 from agentfy.agents.router import Router
+from agentfy.agents.telemetry import agent_span
 from agentfy.gateway.rpc.broadcast import REPLIED, RUN_FINISHED, RUN_STARTED, TOOL_CALLED
 from agentfy.identity import Scope, parse_id
 from agentfy.identity.context import RequestContext, bind, use
@@ -162,11 +164,16 @@ class Runtime:
         run_id = secrets.token_hex(8)
         turn = await asyncio.to_thread(self._begin, agent, context, base_key, inbound.text)
         emit(self.events, RUN_STARTED, agent, turn.tenant_slug, {"id": run_id})
+        tracer = self.db.tracer  # set when tracing is on: the run is a span with the agent's ID on it
+        traced = nullcontext() if tracer is None else agent_span(
+            tracer, "agent.run", agent, turn.tenant_slug, attributes={"agentfy.run_id": run_id,
+                                                                      "agentfy.channel": inbound.channel})
         try:
-            text = await self._converse(inbound, agent, context, turn, run_id)
-            if text is not None:
-                await asyncio.to_thread(self._store, agent, turn.session.session_key, "assistant", text, None)
-                emit(self.events, REPLIED, agent, turn.tenant_slug, {"id": run_id})
+            with traced:
+                text = await self._converse(inbound, agent, context, turn, run_id)
+                if text is not None:
+                    await asyncio.to_thread(self._store, agent, turn.session.session_key, "assistant", text, None)
+                    emit(self.events, REPLIED, agent, turn.tenant_slug, {"id": run_id})
         finally:
             emit(self.events, RUN_FINISHED, agent, turn.tenant_slug, {"id": run_id})
         return Reply(text=text, session_key=turn.session.session_key)
