@@ -111,26 +111,27 @@ def _http_url(value: str) -> str:
     return value.rstrip("/")
 
 
-class TelegramSettings(_Section):
-    """``api_base``: the Bot API server replies are sent to (a self-hosted one, or a fake in tests)."""
+class _PlatformApi(_Section):
+    """A chat platform's API: ``api_base`` is where replies are sent (an http(s) URL; a fake one in tests)."""
+
+    api_base: str
+
+    @field_validator("api_base")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return _http_url(value)
+
+
+class TelegramSettings(_PlatformApi):
+    """The Bot API server (``api.telegram.org``, or a self-hosted one)."""
 
     api_base: str = "https://api.telegram.org"
 
-    @field_validator("api_base")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        return _http_url(value)
 
-
-class DiscordSettings(_Section):
-    """``api_base``: the REST API replies are sent to."""
+class DiscordSettings(_PlatformApi):
+    """Discord's REST API."""
 
     api_base: str = "https://discord.com/api/v10"
-
-    @field_validator("api_base")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        return _http_url(value)
 
 
 class Settings(BaseSettings):

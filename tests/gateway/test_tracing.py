@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from fastapi.testclient import TestClient
 from opentelemetry.sdk.trace import TracerProvider
@@ -23,17 +25,23 @@ def test_tracing_is_off_by_default(db: Database) -> None:
     assert db.tracer is None
 
 
-def test_a_request_span_carries_ids_and_contains_the_statements(db: Database, acme: Tenant,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    exporter = InMemorySpanExporter()
+@pytest.fixture
+def exporter(db: Database, monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    """Tracing on (the console exporter's setting), its spans kept in memory; off again afterwards."""
+    spans = InMemorySpanExporter()
     provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider.add_span_processor(SimpleSpanProcessor(spans))
     monkeypatch.setitem(tracing._configured, "console", provider.get_tracer("test"))
     monkeypatch.setenv("AGENTFY_TELEMETRY_OTEL_EXPORTER", "console")
+    yield spans
+    db.tracer = None
+
+
+def test_a_request_span_carries_ids_and_contains_the_statements(db: Database, acme: Tenant,
+                                                                exporter: InMemorySpanExporter) -> None:
     agent = new_agent(db, acme.scope, "traced-bot")
     with TestClient(create_app(db, signing_secret=b"s" * 32, settings=load_settings())) as client:
         assert client.get("/v1/agents/traced-bot", headers=acme.headers()).status_code == 200
-    db.tracer = None
     spans = exporter.get_finished_spans()
     request = next(span for span in spans if span.name == "GET /v1/agents/{agent}")
     assert request.attributes is not None
@@ -47,15 +55,10 @@ def test_a_request_span_carries_ids_and_contains_the_statements(db: Database, ac
     assert inside, "the statements of the request are children of its span"
 
 
-def test_an_agent_run_is_a_span_with_the_agents_id(db: Database, acme: Tenant, tmp_path: object,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_agent_run_is_a_span_with_the_agents_id(db: Database, acme: Tenant,
+                                                   exporter: InMemorySpanExporter) -> None:
     from agentfy.store.repos import api_keys, orgs
 
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    monkeypatch.setitem(tracing._configured, "console", provider.get_tracer("test"))
-    monkeypatch.setenv("AGENTFY_TELEMETRY_OTEL_EXPORTER", "console")
     agent = new_agent(db, acme.scope, "chatty")
     with db.transaction() as tx:
         user = orgs.create_user(tx, display_name="Ann").id
@@ -65,7 +68,6 @@ def test_an_agent_run_is_a_span_with_the_agents_id(db: Database, acme: Tenant, t
         answer = client.post("/v1/agents/chatty/messages", json={"text": "hello"},
                              headers={"Authorization": f"Bearer {key}"})
         assert answer.status_code == 200, answer.text
-    db.tracer = None
     (run,) = [span for span in exporter.get_finished_spans() if span.name == "agent.run"]
     assert run.attributes is not None
     assert run.attributes["agent_id"] == agent.id and run.attributes["tenant_id"] == acme.scope.tenant_id
