@@ -403,3 +403,16 @@ def test_vault_roles(client: TestClient, acme: Tenant) -> None:
                        files={"file": ("b", b"b", "text/plain")}).status_code == 401
     assert client.get(f"/v1/vault/documents/{document['id']}").status_code == 401
     assert client.get("/v1/agents/bot/vault").status_code == 401
+
+
+def test_a_broken_multipart_body_is_422_naming_the_body_and_writes_nothing(db: Database, client: TestClient,
+                                                                          acme: Tenant) -> None:
+    boundary = "9cc651cd2c8d168349f50fede4c361ac"
+    answer = client.post("/v1/vault/documents", content=f"--{boundary}\r\nFalse--{boundary}--\r\n".encode(),
+                         headers={**acme.headers("operator"),
+                                  "Content-Type": f"multipart/form-data; boundary={boundary}"})
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "invalid_input" and error["field"] == "body"
+    assert error["expected"] == "a well-formed multipart/form-data"
+    assert count(db, "vault_documents") == 0

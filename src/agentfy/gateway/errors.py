@@ -160,6 +160,12 @@ def install(app: FastAPI) -> None:
 
     async def handle_http(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, StarletteHTTPException)
+        if error.status_code == 400:
+            # The framework could not read the body (a broken multipart form, say): like any other input that
+            # is not what the operation takes, 422 naming the body and what was expected.
+            expected = request.headers.get("content-type", "").split(";", 1)[0] or "a body the operation takes"
+            return JSONResponse(error_body("invalid_input", f"the request body could not be read: {error.detail}",
+                                           field="body", expected=f"a well-formed {expected}"), status_code=422)
         code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 403: "forbidden"}.get(
             error.status_code, "http_error")
         return JSONResponse(error_body(code, str(error.detail)), status_code=error.status_code)

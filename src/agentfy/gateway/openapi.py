@@ -55,7 +55,8 @@ def _id_components() -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
             "type": "string", "maxLength": ID_MAX_LENGTH,
             "allOf": [{"$ref": "#/components/schemas/AnyId"}, {"pattern": id_shape_pattern(prefix)}],
             "description": f"The ID of a {model}: {prefix}-<adjective>-<noun>-<12 Crockford base32> (or an "
-                           "Agentfy legacy ID)."}
+                           "Agentfy legacy ID).",
+            "examples": [f"{prefix}-calm-rivers-k8m4p2d7n9x3"]}
     names[AGENT_REF_PATTERN] = "AgentRef"
     schemas["AgentRef"] = {"anyOf": [{"$ref": "#/components/schemas/AgentId"},
                                      {"type": "string", "pattern": AGENT_KEY_PATTERN}],
@@ -92,6 +93,7 @@ def compact(document: dict[str, Any]) -> dict[str, Any]:
         return {key: walk(value) for key, value in node.items()}
 
     compacted: dict[str, Any] = walk(document)
+    _lean_parameters(compacted)
     for name in list(used):  # what the used components refer to
         if name == "AgentRef":
             used.add("AgentId")
@@ -101,6 +103,19 @@ def compact(document: dict[str, Any]) -> dict[str, Any]:
     components.setdefault("schemas", {}).update({name: id_schemas[name] for name in sorted(used)})
     _share_error_responses(compacted)
     return compacted
+
+
+def _lean_parameters(document: dict[str, Any]) -> None:
+    """A parameter whose schema is a shared ID component keeps its description on the parameter only: the
+    component carries the pattern and an example once, so repeating them in every operation only adds bytes."""
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                schema = parameter.get("schema")
+                if isinstance(schema, dict) and "$ref" in schema:
+                    parameter["schema"] = {"$ref": schema["$ref"]}
+                    if "description" in schema:
+                        parameter.setdefault("description", schema["description"])
 
 
 def _share_error_responses(document: dict[str, Any]) -> None:
