@@ -18,7 +18,7 @@ from agentfy.gateway.app import create_app
 from agentfy.runtime.inbound import Inbound, Reply
 from agentfy.store.db import Database
 from agentfy.store.repos.credentials import CredentialCipher
-from tests.gateway.conftest import Tenant, make_tenant
+from tests.gateway.conftest import acme, globex  # noqa: F401 - the same two organizations as the gateway's tests
 
 TELEGRAM_API = "http://telegram.fake"
 DISCORD_API = "http://discord.fake/api/v10"
@@ -72,12 +72,3 @@ def gateway(db: Database) -> Iterator[Gateway]:
     with TestClient(app) as client:
         yield Gateway(client, runtime, platforms, state)
 
-
-@pytest.fixture
-def acme(db: Database) -> Tenant:
-    return make_tenant(db, "acme")
-
-
-@pytest.fixture
-def globex(db: Database) -> Tenant:
-    return make_tenant(db, "globex")
