@@ -24,12 +24,13 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, cast
 
 import sqlalchemy as sa
 from opentelemetry.trace import SpanKind, Tracer
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
+from sqlalchemy.sql.compiler import SQLCompiler
 
 from agentfy.ids import RandomSource, format_id, with_id_retry
 from agentfy.ids.retry import DEFAULT_ATTEMPTS, IdCollisionError, IdRetryExhaustedError
@@ -47,10 +48,11 @@ from agentfy.store.pool import Connections, PoolSettings
 
 SQLITE_BUSY_TIMEOUT_MS: Final = 5000
 
-Params: TypeAlias = Mapping[str, Any]
+Params: TypeAlias = Mapping[str, Any] | tuple[Any, ...]
 Row: TypeAlias = tuple[Any, ...]
-Statement: TypeAlias = "sa.ClauseElement | Sql | str"
+Statement: TypeAlias = "sa.ClauseElement | Sql | Positional | str"
 _NO_DEFAULTS: Final[dict[str, Any]] = {}
+_new_object: Final = object.__new__
 #: How often a transaction is begun on a fresh connection after a pooled one turned out to be dead.
 _BEGIN_ATTEMPTS: Final = 3
 _NOTIFY: Final = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload"
@@ -83,6 +85,24 @@ class Sql:
 
     def __init__(self, build: Callable[[str], sa.ClauseElement]) -> None:
         self.build = build
+
+
+class Positional:
+    """A statement run with its values as a tuple, in the order ``names`` declares, rather than a dict.
+
+    Why: SQLite's driver binds a dict by making a string of each parameter's name and looking it up, on
+    every execution; on the hottest reads (an agent by ID or key, one per request) that is a measurable share
+    of the statement.  ``names`` is checked against the order the compiled SQL binds its parameters in, once,
+    when the statement is first compiled: a statement whose SQL orders them differently fails loudly there,
+    never binds a value to the wrong column.  Every value is a parameter (no ``.values(x=1)`` defaults).
+    Build it once, at module level, like every statement.
+    """
+
+    __slots__ = ("names", "statement")
+
+    def __init__(self, statement: sa.ClauseElement, names: tuple[str, ...]) -> None:
+        self.statement = statement
+        self.names = names
 
 
 def _sqlite_on_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
@@ -204,6 +224,9 @@ class Database:
         self.engine = create_engine(self.url)
         self.dialect: str = self.engine.dialect.name
         self._sqlite = self.dialect == "sqlite"
+        #: A write on SQLite takes the write lock at BEGIN, so two writers queue on the busy timeout instead of
+        #: deadlocking on a lock upgrade.
+        self._begin_write = "BEGIN IMMEDIATE" if self._sqlite else "BEGIN"
         #: Set when tracing is on (:mod:`agentfy.tracing`): every statement then runs in a span.
         self.tracer: Tracer | None = None
         self.random = random
@@ -212,6 +235,9 @@ class Database:
         self.changes = ChangeFeed(self.dialect)
         self._compiled: dict[int, tuple[object, str, dict[str, Any]]] = {}
         self._texts: dict[str, str] = {}
+        #: The same dialect binding by position (``?`` on SQLite, ``%s`` on psycopg), for :class:`Positional`.
+        dialect_class: Any = type(self.engine.dialect)
+        self._positional_dialect: sa.Dialect = dialect_class(paramstyle="qmark" if self._sqlite else "format")
 
     @property
     def conninfo(self) -> str:
@@ -246,6 +272,8 @@ class Database:
         cached = self._compiled.get(id(statement))
         if cached is not None and cached[0] is statement:
             return cached[1], cached[2]
+        if isinstance(statement, Positional):
+            return self._compile_positional(statement), _NO_DEFAULTS
         built = statement.build(self.dialect) if isinstance(statement, Sql) else statement
         compiled = built.compile(dialect=self.engine.dialect)
         defaults = {name: value for name, value in compiled.params.items() if value is not None}
@@ -253,6 +281,18 @@ class Database:
         # statements once, at module level: a statement built per call would be cached per call.
         self._compiled[id(statement)] = (statement, str(compiled), defaults)
         return str(compiled), defaults
+
+    def _compile_positional(self, statement: Positional) -> str:
+        compiled = statement.statement.compile(dialect=self._positional_dialect)
+        bound = sorted(name for name, value in compiled.params.items() if value is not None)
+        if bound:
+            raise ValueError(f"a positional statement takes every value as a parameter; it binds {bound} itself")
+        order = tuple(cast(SQLCompiler, compiled).positiontup or ())
+        if order != statement.names:
+            raise ValueError(f"the statement binds its parameters in the order {order}, not {statement.names} as "
+                             "declared: its values would go to the wrong columns")
+        self._compiled[id(statement)] = (statement, str(compiled), _NO_DEFAULTS)
+        return str(compiled)
 
     @property
     def pool(self) -> Connections:
@@ -267,7 +307,14 @@ class Database:
         busy timeout raise :class:`UnavailableError` before the block runs.  ``write=False`` is a read: on
         SQLite it takes no write lock (``BEGIN`` rather than ``BEGIN IMMEDIATE``).
         """
-        return Tx(self, write)
+        # Built without Tx.__init__ (object.__new__ and the five attributes every transaction reads): a
+        # constructor call through the type costs more than the attributes themselves, on every request.
+        tx = _new_object(Tx)
+        tx.db = self
+        tx._begin = self._begin_write if write else "BEGIN"
+        tx._open = tx._failed = False
+        tx._changes = tx._after_commit = None
+        return tx
 
     def dispose(self) -> None:
         """Close every pooled connection (tests, shutdown)."""
@@ -283,60 +330,109 @@ class Tx:
     more than SQLite's ``BEGIN`` and ``COMMIT`` together.
     """
 
-    __slots__ = ("_after_commit", "_broken", "_changes", "_compiled", "_connection", "_cursor", "_failed", "_open",
-                 "_savepoints", "_sqlite", "_write", "db")
+    __slots__ = ("_after_commit", "_begin", "_broken", "_changes", "_connection", "_cursor", "_failed", "_open",
+                 "_savepoints", "db")
 
-    def __init__(self, db: Database, write: bool) -> None:
-        self.db = db
-        self._write = write
-        self._compiled = db._compiled
-        self._sqlite = db._sqlite
-        self._savepoints = 0
-        self._open = self._broken = self._failed = False
-        # Made on first use: most transactions (every read) never need them.
-        self._after_commit: list[Callable[[], None]] | None = None
-        self._changes: list[Change] | None = None
+    # Made by Database.transaction, which sets db, _begin, _open, _failed, _changes and _after_commit (the
+    # last two are made on first use: most transactions, every read, never need them).  _connection and
+    # _cursor are set when it begins; _broken and _savepoints only when needed (read with a default).
+    db: Database
+    _begin: str
+    _open: bool
+    _failed: bool
+    _changes: list[Change] | None
+    _after_commit: list[Callable[[], None]] | None
+    _connection: Any
+    _cursor: Any
+    _broken: bool
+    _savepoints: int
 
     def __enter__(self) -> Tx:
         """Begin on a live connection.  A pooled connection the server killed fails at its ``BEGIN``: it is
         discarded with every idle one (killed together, most likely) and a new one is tried."""
+        # Connections.acquire(), inlined for its common case (a permit and an idle connection): a Python
+        # frame less on every transaction.
+        pool = self.db._connections
+        try:
+            pool._permits.pop()
+        except IndexError:
+            connection, cursor = self._acquire()
+        else:
+            try:
+                connection, cursor = pool._idle.pop()
+            except IndexError:
+                connection, cursor = self._acquire(permitted=True)
+        try:
+            # PostgreSQL connections are in autocommit mode (see agentfy.store.pool): BEGIN is explicit.
+            cursor.execute(self._begin)
+        except Exception as error:
+            self._begin_again(connection, error)
+        else:
+            self._connection, self._cursor = connection, cursor
+        self._open = True
+        return self
+
+    def _acquire(self, *, permitted: bool = False) -> tuple[Any, Any]:
+        """A connection from the pool (``permitted``: its permit is already taken), or UnavailableError."""
+        pool = self.db._connections
+        try:
+            return pool.connect_permitted() if permitted else pool.acquire()
+        except UnavailableError:
+            raise
+        except Exception as error:
+            raise UnavailableError("the database is not reachable") from error
+
+    def _begin_again(self, connection: Any, error: Exception) -> None:
+        """After a failed ``BEGIN``: on a connection the server killed, begin on fresh ones (a few times);
+        any other failure is the caller's :class:`UnavailableError` or :class:`StoreError`."""
         connections = self.db._connections
-        begin = "BEGIN IMMEDIATE" if self._write and self._sqlite else "BEGIN"
-        for attempt in range(_BEGIN_ATTEMPTS):
-            try:
-                self._connection, self._cursor = connection, cursor = connections.acquire()
-            except UnavailableError:
-                raise
-            except Exception as error:
-                raise UnavailableError("the database is not reachable") from error
-            try:
-                # PostgreSQL connections are in autocommit mode (see agentfy.store.pool): BEGIN is explicit.
-                cursor.execute(begin)
-            except Exception as error:
-                connections.discard(connection)
-                if _is_disconnect(error, connection) and attempt + 1 < _BEGIN_ATTEMPTS:
-                    connections.discard_idle()
+        begin = self._begin
+        for attempt in range(1, _BEGIN_ATTEMPTS + 1):
+            connections.discard(connection)
+            if _is_disconnect(error, connection) and attempt < _BEGIN_ATTEMPTS:
+                connections.discard_idle()
+                connection, cursor = self._acquire()
+                try:
+                    cursor.execute(begin)
+                except Exception as again:
+                    error = again
                     continue
-                if _is_disconnect(error, connection) or _is_operational(error) or _is_locked(error):
-                    raise UnavailableError("the database could not begin a transaction"
-                                           + (" (it is locked by another writer)" if _is_locked(error) else ""),
-                                           ) from error
-                raise StoreError("the database could not begin a transaction") from error
-            self._open = True
-            return self
-        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+                self._connection, self._cursor = connection, cursor
+                return
+            if _is_disconnect(error, connection) or _is_operational(error) or _is_locked(error):
+                raise UnavailableError("the database could not begin a transaction"
+                                       + (" (it is locked by another writer)" if _is_locked(error) else ""),
+                                       ) from error
+            raise StoreError("the database could not begin a transaction") from error
+        raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
         if exc_type is not None:
             self._end_unclean()
             return  # the block's exception propagates
-        try:
-            self.commit()
-        except BaseException:
-            self._end_unclean()
-            raise
-        self.db._connections.release(self._connection, self._cursor)
+        if self._open and not self._changes and not self._failed:  # commit(), inlined for the common case
+            self._open = False
+            try:
+                self._cursor.execute("COMMIT")
+            except Exception as error:
+                self._broken = True
+                self._end_unclean()
+                raise self._commit_error(error) from error
+        else:
+            try:
+                self.commit()
+            except BaseException:
+                self._end_unclean()
+                raise
+        pool = self.db._connections  # Connections.release(), inlined: the end of every transaction
+        if len(pool._idle) < pool._keep:
+            pool._idle.append((self._connection, self._cursor))
+            pool._permits.append(None)
+            if pool._waiting:
+                pool.notify_waiter()
+        else:
+            pool.release(self._connection, self._cursor)
         if self._after_commit:
             for callback in self._after_commit:
                 callback()
@@ -381,7 +477,7 @@ class Tx:
             sent_at = time.time()
             changes = [change._replace(at=sent_at) for change in self._changes]
             feed = self.db.changes
-            if self._sqlite:  # for other processes on the file, which tail the log
+            if self.db._sqlite:  # for other processes on the file, which tail the log
                 stamp = now()
                 self._cursor.executemany(_LOG_CHANGE, [(feed.origin, change.encode(), stamp) for change in changes])
             else:
@@ -395,15 +491,18 @@ class Tx:
                 feed.committed_here(changes)
         except Exception as error:
             self._broken = True
-            if _is_disconnect(error, self._connection):
-                raise UnavailableError("the connection to the database was lost while committing; the change "
-                                       "may not have been saved") from error
-            raise StoreError("the database could not commit the transaction") from error
+            raise self._commit_error(error) from error
+
+    def _commit_error(self, error: Exception) -> StoreError:
+        if _is_disconnect(error, self._connection):
+            return UnavailableError("the connection to the database was lost while committing; the change "
+                                    "may not have been saved")
+        return StoreError("the database could not commit the transaction")
 
     def rollback(self) -> bool:
         """End the transaction without its changes; ``False`` if the connection could not (discard it)."""
         if not self._open:
-            return not self._broken
+            return not getattr(self, "_broken", False)
         self._open = False
         try:
             self._cursor.execute("ROLLBACK")
@@ -414,8 +513,8 @@ class Tx:
     @contextmanager
     def savepoint(self) -> Iterator[None]:
         """A nested unit: rolled back alone when the block raises (the transaction stays usable)."""
-        name = f"sp_{self._savepoints}"
-        self._savepoints += 1
+        number = self._savepoints = getattr(self, "_savepoints", 0) + 1
+        name = f"sp_{number}"
         failed_before, changes_before = self._failed, len(self._changes or ())
         self._cursor.execute(f"SAVEPOINT {name}")
         try:
@@ -432,11 +531,11 @@ class Tx:
     # -- statements ----------------------------------------------------------------------------------
     def execute(self, statement: Statement, params: Params | None = None) -> Any:
         """Run one statement; driver errors come back as :mod:`agentfy.store.errors` (never SQL text)."""
-        cached = self._compiled.get(id(statement))  # Database.compiled, inlined: this is every statement
+        cached = self.db._compiled.get(id(statement))  # Database.compiled, inlined: this is every statement
         sql, defaults = (cached[1], cached[2]) if cached is not None and cached[0] is statement \
             else self.db.compiled(statement)
-        if defaults:
-            params = {**defaults, **(params or {})}
+        if defaults:  # never a Positional statement's tuple: those bind no values of their own
+            params = {**defaults, **cast(Mapping[str, Any], params or {})}
         if self.db.tracer is not None:
             return self._traced(sql, params or {})
         try:
@@ -458,7 +557,7 @@ class Tx:
                 self._failed = True
                 raise self._translate(error) from error
 
-    def executemany(self, statement: Statement, rows: Sequence[Params]) -> None:
+    def executemany(self, statement: Statement, rows: Sequence[Mapping[str, Any]]) -> None:
         if not rows:
             return
         sql, defaults = self.db.compiled(statement)

@@ -61,7 +61,11 @@ class PoolSettings:
 
 
 class Connections:
-    """Driver connections (each with its cursor) for one database, bounded by :class:`PoolSettings`."""
+    """Driver connections (each with its cursor) for one database, bounded by :class:`PoolSettings`.
+
+    ``Tx`` inlines the common case of :meth:`acquire` (a permit, then an idle connection) and of
+    :meth:`release` (an idle slot free): a change to how permits or idle connections are kept changes both.
+    """
 
     def __init__(self, engine: sa.Engine, settings: PoolSettings) -> None:
         self._engine = engine
@@ -89,6 +93,11 @@ class Connections:
             self._permits.pop()
         except IndexError:
             self._wait_for_permit()
+        return self.connect_permitted()
+
+    def connect_permitted(self) -> tuple[Any, Any]:
+        """An idle connection, or a new one, for a caller that already holds a permit (the permit is given
+        back if no connection can be made)."""
         try:
             return self._idle.pop()
         except IndexError:
@@ -140,8 +149,12 @@ class Connections:
     def _give_back(self) -> None:
         self._permits.append(None)
         if self._waiting:
-            with self._freed:
-                self._freed.notify()
+            self.notify_waiter()
+
+    def notify_waiter(self) -> None:
+        """Wake one caller waiting for a permit (after one was given back)."""
+        with self._freed:
+            self._freed.notify()
 
     def _wait_for_permit(self) -> None:
         timeout = self.settings.timeout

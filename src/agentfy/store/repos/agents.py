@@ -15,8 +15,9 @@ import sqlalchemy as sa
 from agentfy.identity import AgentId, AgentKey, InvalidIdError, OrgId, Scope, parse_agent_key, parse_id
 from agentfy.identity.keys import InvalidAgentKeyError, agent_key_problem, is_short_key, looks_like_an_id
 from agentfy.ids import is_id
+from agentfy.ids.validate import canonical_matcher
 from agentfy.store.changefeed import Change
-from agentfy.store.db import Sql, Tx, now
+from agentfy.store.db import Positional, Sql, Tx, now
 from agentfy.store.errors import ConflictError, NotFoundError, UniqueViolation
 from agentfy.store.paging import Keyset
 from agentfy.store.repos._batch import json_values
@@ -31,8 +32,12 @@ _IN_TENANT: Final = agents.c.tenant_id == sa.bindparam("tenant_id")
 
 _INSERT: Final = insert_returning_id(agents, ["tenant_id", "agent_key", "display_name", "config", "created_at",
                                               "updated_at"])
-_BY_ID: Final = sa.select(*_COLUMNS).where(_IN_TENANT, agents.c.id == sa.bindparam("id"), _LIVE)
-_BY_KEY: Final = sa.select(*_COLUMNS).where(_IN_TENANT, agents.c.agent_key == sa.bindparam("agent_key"), _LIVE)
+# Positional: one of these runs on every request that names an agent (see Positional for why a tuple).
+_BY_ID: Final = Positional(sa.select(*_COLUMNS).where(_IN_TENANT, agents.c.id == sa.bindparam("id"), _LIVE),
+                           ("tenant_id", "id"))
+_BY_KEY: Final = Positional(
+    sa.select(*_COLUMNS).where(_IN_TENANT, agents.c.agent_key == sa.bindparam("agent_key"), _LIVE),
+    ("tenant_id", "agent_key"))
 #: The tenant's live agents by key (then ID, though a live key is unique in its tenant).
 PAGES: Final[Keyset[Agent]] = Keyset(sa.select(*_COLUMNS).where(_IN_TENANT, _LIVE),
                                        (agents.c.agent_key, agents.c.id), lambda a: (a.agent_key, a.id))
@@ -74,13 +79,18 @@ class Agent(NamedTuple):
     deleted_at: str | None = None
 
 
+#: The canonical agent ID check alone (one compiled match): resolve_agent's common case, before ``is_id``.
+_CANONICAL_AGENT_ID: Final = canonical_matcher("agent")
 #: ``tuple.__new__`` builds the named tuple without its generated ``__new__`` (a Python frame per row).
 _new_tuple: Final = tuple.__new__
 
 
 def _agent(row: tuple[Any, ...]) -> Agent:
-    # The NewTypes are the identity at run time; calling them would cost a call each on the hot path.
-    return _new_tuple(Agent, (row[0], row[1], row[2], row[3], load_json(row[4]), row[5], row[6], row[7]))
+    # The NewTypes are the identity at run time; calling them would cost a call each on the hot path, and so
+    # would load_json for the commonest config, the empty one.
+    config = row[4]
+    return _new_tuple(Agent, (row[0], row[1], row[2], row[3], {} if config == "{}" else load_json(config),
+                              row[5], row[6], row[7]))
 
 
 def _duplicate_key(scope: Scope, key: str) -> ConflictError:
@@ -114,7 +124,7 @@ def create_agent(tx: Tx, scope: Scope, *, agent_key: str, display_name: str | No
 
 def get_agent(tx: Tx, scope: Scope, agent_id: str) -> Agent:
     """The agent with this ID in the scope's tenant, or :class:`NotFoundError`."""
-    row = tx.one(_BY_ID, {"tenant_id": scope.tenant_id, "id": parse_id(agent_id, "agent")})
+    row = tx.one(_BY_ID, (scope.tenant_id, parse_id(agent_id, "agent")))
     if row is None:
         raise NotFoundError("agent", agent_id)
     return _agent(row)
@@ -122,7 +132,7 @@ def get_agent(tx: Tx, scope: Scope, agent_id: str) -> Agent:
 
 def get_agent_by_key(tx: Tx, scope: Scope, agent_key: str) -> Agent:
     """The agent with this key in the scope's tenant, or :class:`NotFoundError`."""
-    row = tx.one(_BY_KEY, {"tenant_id": scope.tenant_id, "agent_key": parse_agent_key(agent_key)})
+    row = tx.one(_BY_KEY, (scope.tenant_id, parse_agent_key(agent_key)))
     if row is None:
         raise NotFoundError("agent", agent_key)
     return _agent(row)
@@ -135,10 +145,12 @@ def resolve_agent(tx: Tx, scope: Scope, id_or_key: str) -> Agent:
     (``team-…``) raises :class:`InvalidIdError`; a value that is neither raises
     :class:`InvalidAgentKeyError` naming both expectations.
     """
+    # ``execute().fetchone()`` rather than ``one()``: a frame less on the path of every request; _agent copies
+    # the row into the named tuple whatever sequence the driver returns.
     if type(id_or_key) is str and id_or_key.count("-") < 3 and is_short_key(id_or_key):  # no ID checks needed
-        row = tx.one(_BY_KEY, {"tenant_id": scope.tenant_id, "agent_key": id_or_key})
-    elif is_id(id_or_key, "agent"):
-        row = tx.one(_BY_ID, {"tenant_id": scope.tenant_id, "id": id_or_key})
+        row = tx.execute(_BY_KEY, (scope.tenant_id, id_or_key)).fetchone()
+    elif (type(id_or_key) is str and _CANONICAL_AGENT_ID(id_or_key) is not None) or is_id(id_or_key, "agent"):
+        row = tx.execute(_BY_ID, (scope.tenant_id, id_or_key)).fetchone()
     else:
         problem = agent_key_problem(id_or_key)
         if problem is not None:
@@ -146,10 +158,12 @@ def resolve_agent(tx: Tx, scope: Scope, id_or_key: str) -> Agent:
                 raise InvalidIdError(id_or_key, "agent", field="agent")  # e.g. a team ID where an agent belongs
             raise InvalidAgentKeyError(id_or_key, "expected an agent ID (agent-<adjective>-<noun>-<12 Crockford "
                                        f"base32>) or an agent_key; as a key it {problem}", field="agent")
-        row = tx.one(_BY_KEY, {"tenant_id": scope.tenant_id, "agent_key": id_or_key})
+        row = tx.one(_BY_KEY, (scope.tenant_id, id_or_key))
     if row is None:
         raise NotFoundError("agent", id_or_key)
-    return _agent(row)
+    config = row[4]  # _agent(row), inlined: a frame less per request
+    return _new_tuple(Agent, (row[0], row[1], row[2], row[3], {} if config == "{}" else load_json(config),
+                              row[5], row[6], row[7]))
 
 
 def list_agents(tx: Tx, scope: Scope, *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[Agent]:
