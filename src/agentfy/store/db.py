@@ -330,19 +330,20 @@ class Tx:
     more than SQLite's ``BEGIN`` and ``COMMIT`` together.
     """
 
-    __slots__ = ("_after_commit", "_begin", "_broken", "_changes", "_connection", "_cursor", "_failed", "_open",
+    __slots__ = ("_after_commit", "_begin", "_broken", "_changes", "_cursor", "_failed", "_open", "_pair",
                  "_savepoints", "db")
 
     # Made by Database.transaction, which sets db, _begin, _open, _failed, _changes and _after_commit (the
-    # last two are made on first use: most transactions, every read, never need them).  _connection and
-    # _cursor are set when it begins; _broken and _savepoints only when needed (read with a default).
+    # last two are made on first use: most transactions, every read, never need them).  _pair (the pooled
+    # connection and its cursor, given back as the same tuple) and _cursor are set when it begins; _broken
+    # and _savepoints only when needed (read with a default).
     db: Database
     _begin: str
     _open: bool
     _failed: bool
     _changes: list[Change] | None
     _after_commit: list[Callable[[], None]] | None
-    _connection: Any
+    _pair: tuple[Any, Any]
     _cursor: Any
     _broken: bool
     _savepoints: int
@@ -356,19 +357,19 @@ class Tx:
         try:
             pool._permits.pop()
         except IndexError:
-            connection, cursor = self._acquire()
+            pair = self._acquire()
         else:
             try:
-                connection, cursor = pool._idle.pop()
+                pair = pool._idle.pop()
             except IndexError:
-                connection, cursor = self._acquire(permitted=True)
+                pair = self._acquire(permitted=True)
         try:
             # PostgreSQL connections are in autocommit mode (see agentfy.store.pool): BEGIN is explicit.
-            cursor.execute(self._begin)
+            pair[1].execute(self._begin)
         except Exception as error:
-            self._begin_again(connection, error)
+            self._begin_again(pair[0], error)
         else:
-            self._connection, self._cursor = connection, cursor
+            self._pair, self._cursor = pair, pair[1]
         self._open = True
         return self
 
@@ -391,13 +392,14 @@ class Tx:
             connections.discard(connection)
             if _is_disconnect(error, connection) and attempt < _BEGIN_ATTEMPTS:
                 connections.discard_idle()
-                connection, cursor = self._acquire()
+                pair = self._acquire()
+                connection = pair[0]
                 try:
-                    cursor.execute(begin)
+                    pair[1].execute(begin)
                 except Exception as again:
                     error = again
                     continue
-                self._connection, self._cursor = connection, cursor
+                self._pair, self._cursor = pair, pair[1]
                 return
             if _is_disconnect(error, connection) or _is_operational(error) or _is_locked(error):
                 raise UnavailableError("the database could not begin a transaction"
@@ -427,12 +429,12 @@ class Tx:
                 raise
         pool = self.db._connections  # Connections.release(), inlined: the end of every transaction
         if len(pool._idle) < pool._keep:
-            pool._idle.append((self._connection, self._cursor))
+            pool._idle.append(self._pair)
             pool._permits.append(None)
             if pool._waiting:
                 pool.notify_waiter()
         else:
-            pool.release(self._connection, self._cursor)
+            pool.release(*self._pair)
         if self._after_commit:
             for callback in self._after_commit:
                 callback()
@@ -440,9 +442,9 @@ class Tx:
     def _end_unclean(self) -> None:
         """Roll back; a connection that could not (or that broke while committing) is closed, not reused."""
         if self.rollback():
-            self.db._connections.release(self._connection, self._cursor)
+            self.db._connections.release(*self._pair)
         else:
-            self.db._connections.discard(self._connection)
+            self.db._connections.discard(self._pair[0])
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once this transaction has committed (never if it rolls back)."""
@@ -494,7 +496,7 @@ class Tx:
             raise self._commit_error(error) from error
 
     def _commit_error(self, error: Exception) -> StoreError:
-        if _is_disconnect(error, self._connection):
+        if _is_disconnect(error, self._pair[0]):
             return UnavailableError("the connection to the database was lost while committing; the change "
                                     "may not have been saved")
         return StoreError("the database could not commit the transaction")
@@ -617,7 +619,7 @@ class Tx:
         return with_id_retry(attempt, is_collision=lambda e: isinstance(e, UniqueViolation) and e.is_primary_key)
 
     def _translate(self, error: Exception) -> StoreError:
-        if _is_disconnect(error, self._connection):
+        if _is_disconnect(error, self._pair[0]):
             self._broken = True
             return UnavailableError("the connection to the database was lost during the request")
         if _is_operational(error):
