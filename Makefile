@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test test-fast lint typecheck pytest pytest-fast browser constraints bench bench-cutover bench-changefeed clean
+.PHONY: run test test-fast lint typecheck pytest pytest-fast browser constraints bench bench-cutover bench-changefeed bench-instructions clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,11 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.events
 	$(BIN)/python -m bench.gateway
 	$(BIN)/python -m bench.runtime
+
+# Instruction counts (callgrind) of the store's one-per-transaction look-up vs the raw driver: a ratio that load
+# on the machine cannot move (needs valgrind: apt-get install valgrind).
+bench-instructions: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.instructions
 
 # The change feed on PostgreSQL (commit -> another process's cache; gateway with 1, 2, 4 processes): needs the
 # server at $$AGENTFY_TEST_PG_URL and, for the throughput part, wrk (apt-get install wrk).
