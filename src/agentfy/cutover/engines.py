@@ -362,11 +362,7 @@ class SqliteEngine(CutoverEngine):
         return found
 
     def legacy_filter(self, column: str) -> tuple[str, tuple[str, ...]]:
-        """The GLOB patterns, after ``instr(…, '-')``: every legacy-shaped ID holds a ``-``, and ``instr`` rules
-        out a value without one in a single pass, where a pattern starting with ``*`` is tried at every
-        position of it (hex digests and trace IDs took 10 µs each)."""
-        globs = " OR ".join(f"{column} GLOB ?" for _ in LEGACY_SHAPED_GLOBS)
-        return f"instr({column}, '-') AND ({globs})", LEGACY_SHAPED_GLOBS
+        return " OR ".join(f"{column} GLOB ?" for _ in LEGACY_SHAPED_GLOBS), LEGACY_SHAPED_GLOBS
 
     def suspend_foreign_keys(self) -> None:
         """Already off on this connection (see ``__init__``)."""

@@ -726,10 +726,17 @@ def rewrite_json_text(text: str, mapping: dict[str, str], *, legacy_only: bool =
 
     ``legacy_only``: the mapping translates only legacy-shaped values, so a document without a backslash
     is searched for :data:`_LEGACY_STRING` tokens alone, not every string token (the same result)."""
-    plain = legacy_only and "\\" not in text
+    if legacy_only and "\\" not in text:
+
+        def replace(match: re.Match[str]) -> str:
+            new_id = mapping.get(match[1])
+            return match[0] if new_id is None else _json_string(new_id)
+
+        rewritten = _LEGACY_STRING.sub(replace, text)
+        return None if rewritten == text else rewritten
     pieces: list[str] = []
     last = 0
-    for match in (_LEGACY_STRING if plain else _JSON_STRING).finditer(text):
+    for match in _JSON_STRING.finditer(text):
         token = match.group()
         value = json.loads(token) if "\\" in token else token[1:-1]
         new_id = mapping.get(value)
