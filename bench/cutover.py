@@ -557,7 +557,7 @@ def step_rows(result: dict[str, Any], census: Census) -> dict[str, tuple[int, st
         "plan": (sum(counts.get(t, 0) for t in ENTITY_TABLES), "identities planned"),
         "scan": (sum(counts.get(t, 0) for t, _ in references.scanned), "values of undeclared text columns"),
         "backup": (all_rows, "rows backed up"),
-        "restore-check": (all_rows, "rows restored and checksummed (x2)"),
+        "restore-check": (all_rows, "rows restored and compared with the database"),
         "credentials": (int(result["credentials"]), "credentials re-encrypted"),
         "json": (sum(n for name, n in changes.items() if name not in id_names), "JSON documents rewritten"),
         "ids": (sum(n for name, n in changes.items() if name in id_names), "ID values rewritten"),

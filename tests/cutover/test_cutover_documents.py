@@ -50,6 +50,29 @@ def test_a_rewritten_document_parses_to_the_translated_document(document: object
         assert len(rewritten) - len(text) == (len(NEW) - len(OLD)) * rewritten.count(NEW)  # nothing else moved
 
 
+RETIRED = "organization-calm-rivers-k8m4p2d7n9x3"
+_IDS = st.sampled_from([OLD, RETIRED, "0193a5b0-7000-7000-8000-000000000001"])
+_STRINGS = st.text() | _IDS | st.builds("{} {}".format, st.text(), _IDS)  # an ID alone, or inside a longer string
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | _STRINGS,
+                    lambda inner: st.lists(inner) | st.dictionaries(st.text() | _IDS, inner), max_leaves=20),
+       st.sampled_from([None, 2]), st.booleans())
+@pytest.mark.slow
+def test_the_plain_text_search_finds_what_the_parsed_document_holds(document: object, indent: int | None,
+                                                                    ascii_only: bool) -> None:
+    """Without a backslash in the text, the legacy-shaped string tokens are found and rewritten by a search of
+    the text; with or without, it is the same as walking the parsed document and rewriting every token."""
+    import json
+
+    from agentfy.cutover.run import _json_ids, _strings
+
+    text = json.dumps(document, indent=indent, ensure_ascii=ascii_only)
+    assert _json_ids(text) == set(_strings(json.loads(text)))
+    mapping = {OLD: NEW, RETIRED: "org-calm-rivers-k8m4p2d7n9x3"}
+    assert rewrite_json_text(text, mapping, legacy_only=True) == rewrite_json_text(text, mapping)
+
+
 @pytest.mark.slow
 def test_documents_keep_their_formatting_and_escapes(db: Database, tmp_path: Path) -> None:
     manifest = generate(db)

@@ -585,6 +585,52 @@ def test_a_damaged_backup_aborts_before_any_rewrite(legacy: Legacy, backups: Pat
     assert_succeeds_then_idempotent(legacy, backups)
 
 
+@pytest.mark.parametrize("change", [
+    "integer-as-real", "integer-as-text", "text-as-blob", "after-a-nul", "another-real", "case", "moved-rowid",
+    "extra-row", "missing-row", "schema", "no-change",
+])
+def test_the_sqlite_restore_check_finds_any_value_that_differs(tmp_path: Path, change: str) -> None:
+    """The SQLite restore check compares the backup with the database value by value: a value of another
+    storage class, bytes past a NUL, the last bit of a real, letter case, a different rowid, a row more or
+    less, or another schema is a difference, whatever the column's declared type."""
+    from agentfy.cutover.engines import SqliteEngine
+
+    live, backup = tmp_path / "live.db", tmp_path / "backup.db"
+    with sqlite3.connect(live) as connection:
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute("CREATE TABLE t (n INTEGER, r FLOAT, s TEXT, b BLOB, any_value)")
+        connection.execute("INSERT INTO t VALUES (1, 0.0, 'a' || char(0) || 'b', x'00ff', 7), "
+                           "(2, 0.5, 'Same', NULL, 'x')")
+    with sqlite3.connect(live) as source, sqlite3.connect(backup) as target:
+        source.backup(target)
+    changes = {
+        "integer-as-real": "UPDATE t SET any_value = 7.0 WHERE n = 1",
+        "integer-as-text": "UPDATE t SET any_value = '7' WHERE n = 1",
+        "text-as-blob": "UPDATE t SET s = CAST(s AS BLOB) WHERE n = 2",
+        "after-a-nul": "UPDATE t SET s = 'a' || char(0) || 'c' WHERE n = 1",
+        "another-real": "UPDATE t SET r = 0.5000000000000001 WHERE n = 2",
+        "case": "UPDATE t SET s = 'same' WHERE n = 2",
+        "moved-rowid": "UPDATE t SET rowid = 10 WHERE n = 2",
+        "extra-row": "INSERT INTO t VALUES (3, NULL, NULL, NULL, NULL)",
+        "missing-row": "DELETE FROM t WHERE n = 2",
+        "schema": "CREATE INDEX t_n ON t (n)",
+        "no-change": "SELECT 1",
+    }
+    with sqlite3.connect(backup) as connection:
+        connection.execute(changes[change])
+    engine = SqliteEngine(str(live), 5.0)
+    try:
+        difference = engine.verify_backup(backup, ["t"], lambda done, total: None)
+    finally:
+        engine.close()
+    if change == "no-change":
+        assert difference is None
+    elif change == "schema":
+        assert difference is not None and "schema" in difference, difference
+    else:
+        assert difference is not None and difference.startswith("table t has "), difference
+
+
 # -- 5. the backup restores the starting state -------------------------------------------------------------------
 def test_the_backup_restores_the_starting_state(legacy: Legacy, backups: Path,
                                                 request: pytest.FixtureRequest) -> None:

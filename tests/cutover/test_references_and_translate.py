@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 import sqlalchemy as sa
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from agentfy.cutover.engines import open_engine
@@ -144,3 +144,23 @@ def test_a_wrong_entitys_retired_prefix_is_refused() -> None:
     legacy = "organization-member" + org_member[len("org-member"):]
     with pytest.raises(IdConflictError, match=r"organizations\.id"):
         translate(legacy, "organizations")  # an organization-member ID as an organization's key
+
+
+#: Text around an ID; no NUL, where SQLite's GLOB (any pattern) stops reading a text value.
+_AROUND = st.text(st.characters(blacklist_characters="\x00"), max_size=40)
+
+
+@given(_AROUND, st.sampled_from(["uuid", *sorted(RETIRED_PREFIX)]), _AROUND)
+def test_the_sqlite_prefilter_lets_every_legacy_shaped_value_through(before: str, kind: str, after: str) -> None:
+    """The GLOB prefilter may let more through (Python decides), never less: any value holding a legacy-shaped
+    ID matches one of its patterns."""
+    import sqlite3
+
+    from agentfy.cutover.references import LEGACY_SHAPED_GLOBS
+
+    legacy = str(uuid.uuid4()) if kind == "uuid" else RETIRED_PREFIX[kind] + format_id(kind)[len(kind):]
+    value = before + legacy + after
+    assume(LEGACY_SHAPED.search(value))  # (an ID followed by more letters or digits is not one)
+    with sqlite3.connect(":memory:") as connection:
+        assert any(connection.execute("SELECT ? GLOB ?", (value, pattern)).fetchone()[0]
+                   for pattern in LEGACY_SHAPED_GLOBS)

@@ -1,5 +1,5 @@
 """What differs between SQLite and PostgreSQL in a cutover: locking, the mapping table, foreign keys,
-backups, checksums.
+backups and their restore check.
 
 The cutover runs on one driver connection of its own (not the store's pool), in one transaction, because it
 needs what the store hides: an exclusive lock, a temporary mapping table loaded in bulk, foreign keys
@@ -32,6 +32,7 @@ import tempfile
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
@@ -51,11 +52,10 @@ _MAP_LOAD_TABLE: Final = "cutover_map_load"
 #: Values per ``IN (…)`` list on SQLite (its limit on host parameters is 32,766): large, because each
 #: statement has a fixed cost and the JSON step looks up every ID-shaped token of a page of documents.
 _SQLITE_IN_CHUNK: Final = 10_000
-#: Rows per page of a SQLite checksum pass (one concatenated string of their encodings each).
-_CHECKSUM_PAGE: Final = 5_000
 #: prctl(2) option: the signal a child gets when its parent dies.
 _PR_SET_PDEATHSIG: Final = 1
 
+#: PostgreSQL's restore check: table -> (rows, checksum).
 Checksums = dict[str, tuple[int, str]]
 #: ``(bytes or rows done, total or None)`` while a backup or restore runs.
 CopyProgress = Callable[[int, int | None], None]
@@ -146,6 +146,10 @@ class CutoverEngine(ABC):
         a random page of it (old IDs are random UUIDs) and the plan step slowed down as the table grew.
         ``(old ID, table, other table)`` for an old ID loaded twice (the key of two entities), else ``None``."""
 
+    def index_map_by_new_id(self) -> None:
+        """Index the mapping table by new ID (the collision search and the hop checks probe it)."""
+        self.execute(f"CREATE INDEX {MAP_TABLE}_new_id ON {MAP_TABLE} (new_id)")
+
     def update_by_key(self, table: str, key: str, column: str, pairs: Sequence[tuple[str, Any]]) -> None:
         """Set ``column`` to each pair's new value in the row whose ``key`` is the pair's key."""
         self.executemany(f"UPDATE {quote(table)} SET {quote(column)} = ? WHERE {quote(key)} = ?",
@@ -178,16 +182,14 @@ class CutoverEngine(ABC):
         """Check every foreign key of every row again; :class:`PostCheckError` names a violation."""
 
     @abstractmethod
-    def checksums(self, tables: Iterable[str]) -> Checksums:
-        """Per table: row count and a digest of its rows, comparable with the restored backup's."""
-
-    @abstractmethod
     def backup(self, path: Path, progress: CopyProgress) -> None:
         """Write the starting state to ``path`` (atomically: a partial backup never has that name)."""
 
     @abstractmethod
-    def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
-        """Restore ``path`` into a scratch database, and the checksums of its tables."""
+    def verify_backup(self, path: Path, tables: Sequence[str], progress: CopyProgress) -> str | None:
+        """Restore ``path`` and compare every one of ``tables`` with the database as this transaction sees it
+        (nothing has been written yet); ``None`` when they all match, else the first difference (such as
+        ``table T has …, the backup …``).  :class:`BackupError` when the backup cannot be restored or read."""
 
     @abstractmethod
     def scratch_parent(self) -> Path:
@@ -332,6 +334,12 @@ class SqliteEngine(CutoverEngine):
             self.execute(f"DROP TABLE {_MAP_LOAD_TABLE}")
         return None
 
+    def index_map_by_new_id(self) -> None:
+        """Covering: with ``tbl`` and ``how`` in it (and ``old_id``, the key of a WITHOUT ROWID table, in
+        every entry), a probe by new ID that filters on the table reads the index alone instead of also
+        looking the row up by its key — the hop check's per-table probes took three times as long."""
+        self.execute(f"CREATE INDEX {MAP_TABLE}_new_id ON {MAP_TABLE} (new_id, tbl, how)")
+
     def identity(self) -> str:
         return str(self.path.resolve())
 
@@ -378,45 +386,12 @@ class SqliteEngine(CutoverEngine):
             raise PostCheckError(f"{len(violations)} foreign key violation(s), e.g. {table} row {rowid} refers to "
                                  f"a missing {parent} row")
 
-    @staticmethod
-    def _checksums(connection: sqlite3.Connection, tables: Iterable[str],
-                   progress: CopyProgress | None = None) -> Checksums:
-        """Per table, its row count and a digest of every value in rowid order.  SQLite encodes the rows
-        (:func:`_sqlite_row_text`) and concatenates a page of them, so Python only hashes a few large strings:
-        the pass runs in SQLite's C code without the GIL, and two passes on two connections share two cores
-        (decoding every row into Python tuples took most of the restore check)."""
-        sums: Checksums = {}
-        names = list(tables)
-        for done, table in enumerate(names):
-            if progress is not None:
-                progress(done, len(names))
-            columns = [str(name) for (name,) in connection.execute(
-                "SELECT name FROM pragma_table_info(?) ORDER BY cid", (table,))]
-            statement = (f"SELECT max(r), count(*), group_concat(v, char(30)) FROM (SELECT rowid AS r, "
-                         f"{_sqlite_row_text(columns)} AS v FROM {quote(table)} WHERE rowid > ? ORDER BY rowid "
-                         f"LIMIT {_CHECKSUM_PAGE})")
-            digest, rows, last = hashlib.blake2b(digest_size=16), 0, -(2 ** 63)
-            while True:
-                page_last, count, text = connection.execute(statement, (last,)).fetchone()
-                if not count:
-                    break
-                rows, last = rows + int(count), int(page_last)
-                digest.update(str(text).encode())
-                digest.update(b"\x1d")  # a page boundary, so pages cannot shift into each other
-            sums[table] = (rows, digest.hexdigest())
-        if progress is not None:
-            progress(len(names), len(names))
-        return sums
-
-    def checksums(self, tables: Iterable[str]) -> Checksums:
-        return self._checksums(self.connection, tables)
-
     def backup(self, path: Path, progress: CopyProgress) -> None:
         _check_backup_directory(path)
         partial = _partial(path)
         partial.unlink(missing_ok=True)
         try:
-            with contextlib.closing(sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)) as source, \
+            with contextlib.closing(sqlite3.connect(_read_only_uri(self.path), uri=True)) as source, \
                     contextlib.closing(sqlite3.connect(partial)) as target:
                 source.backup(target, pages=4096,
                               progress=lambda _status, remaining, total: progress(total - remaining, total))
@@ -425,27 +400,90 @@ class SqliteEngine(CutoverEngine):
             raise BackupError(f"the backup to {path} failed: {error}") from None
         partial.replace(path)
 
-    def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
+    def verify_backup(self, path: Path, tables: Sequence[str], progress: CopyProgress) -> str | None:
         """Restoring a SQLite backup is putting its file in place, so the backup file itself is opened (read
-        only) as the restored database: its integrity checked, then its checksums.  A copy of it first would
-        only prove the file system can copy a file, at the cost of writing the whole database once more."""
+        only) as the restored database — a copy of it would only prove the file system can copy a file, at the
+        cost of writing the whole database once more — and then:
+
+        * ``PRAGMA integrity_check`` must say ``ok``: every page is sound and every index holds exactly its
+          table's rows, so the restored database answers queries as this one does;
+        * its schema (``sqlite_master``: every table, index, trigger and view, with its SQL) equals this
+          database's;
+        * each table equals this database's row for row: both row counts, and the rows joined on ``rowid``
+          with every column the same value of the same storage class, text and blobs byte for byte
+          (:func:`_sqlite_same_value`).  That reads each row of both once, in SQLite's C code; encoding every
+          value as text to hash it cost several times as much.
+
+        This database is attached read-only to that connection, so it is read in its committed state: the
+        state this transaction started from, because the run holds the write lock (no one else can commit)
+        and has written nothing but its temporary tables yet — the backup itself was read the same way.  (The
+        other way round, the backup attached to the transaction's connection, it could not be detached
+        before the transaction ends.)"""
         try:
-            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as restored:
+            with contextlib.closing(sqlite3.connect(_read_only_uri(path), uri=True)) as restored:
                 progress(0, None)
                 status = restored.execute("PRAGMA integrity_check").fetchone()[0]
                 if status != "ok":
                     raise BackupError(f"the backup {path} is corrupt (integrity check: {status})")
-                return self._checksums(restored, tables, progress)
+                restored.execute("ATTACH DATABASE ? AS live", (_read_only_uri(self.path),))
+                return self._compare(restored, tables, progress)
         except sqlite3.Error as error:
             raise BackupError(f"the backup {path} cannot be restored: {error}") from None
 
+    @staticmethod
+    def _compare(restored: sqlite3.Connection, tables: Sequence[str], progress: CopyProgress) -> str | None:
+        """The first difference between the backup (``main``) and the database (``live``), or ``None``."""
+        schema = "SELECT type, name, tbl_name, sql FROM {}.sqlite_master ORDER BY type, name"
+        live_schema = restored.execute(schema.format("live")).fetchall()
+        backup_schema = restored.execute(schema.format("main")).fetchall()
+        if live_schema != backup_schema:
+            kind, name, _, _ = min(set(live_schema) ^ set(backup_schema), key=str)
+            return f"the schema differs ({kind} {name})"
+        for done, table in enumerate(tables):
+            progress(done, len(tables))
+            columns = [(str(name), str(declared)) for name, declared in restored.execute(
+                "SELECT name, type FROM pragma_table_info(?, 'live') ORDER BY cid", (table,))]
+            if not columns:
+                raise BackupError(f"the database has no table {table}")
+            live_rows = int(restored.execute(f"SELECT count(*) FROM live.{quote(table)}").fetchone()[0])
+            backup_rows = int(restored.execute(f"SELECT count(*) FROM main.{quote(table)}").fetchone()[0])
+            same = " AND ".join(_sqlite_same_value(f"a.{quote(c)}", f"b.{quote(c)}", declared)
+                                for c, declared in columns)
+            equal = int(restored.execute(
+                f"SELECT count(*) FROM live.{quote(table)} AS a JOIN main.{quote(table)} AS b ON b.rowid = a.rowid "
+                f"WHERE {same}").fetchone()[0])
+            if not live_rows == backup_rows == equal:
+                return (f"table {table} has {live_rows} rows, the backup {backup_rows} rows, of which {equal} equal "
+                        "the database's row with the same rowid")
+        progress(len(tables), len(tables))
+        return None
 
-def _sqlite_row_text(columns: Sequence[str]) -> str:
-    """SQL for a text that encodes a row's values one to one, joined by commas: ``quote`` (type-exact, a
-    real to its last bit), except for a value holding a NUL byte, which ``quote`` would cut there: its type
-    and the hex of all its bytes."""
-    return " || ',' || ".join(f"iif(instr({quote(c)}, char(0)), typeof({quote(c)}) || hex({quote(c)}), "
-                              f"quote({quote(c)}))" for c in columns)
+
+def _sqlite_same_value(a: str, b: str, declared: str) -> str:
+    """SQL that holds when the values ``a`` and ``b`` of a column declared ``declared`` are the same value of
+    the same storage class.
+
+    ``IS`` under ``BINARY`` compares text and blobs by length and bytes (a NUL byte included), numbers by
+    value, NULL as equal to NULL only, and never finds values of two storage classes equal except an integer
+    and a real of the same value.  So in a column of TEXT affinity, which stores only text, blobs and NULL
+    (SQLite converts numbers on the way in), it is exact on its own; other columns also compare ``typeof``
+    — a function call per value, which is why text columns go without."""
+    same = f"{a} IS {b} COLLATE BINARY"
+    if _sqlite_text_affinity(declared):
+        return same
+    return f"({same} AND typeof({a}) = typeof({b}))"
+
+
+def _sqlite_text_affinity(declared: str) -> bool:
+    """Whether a column declared ``declared`` has TEXT affinity (SQLite's rules, in their order: ``INT``
+    first makes it INTEGER, then ``CHAR``, ``CLOB`` or ``TEXT`` make it TEXT)."""
+    upper = declared.upper()
+    return "INT" not in upper and any(word in upper for word in ("CHAR", "CLOB", "TEXT"))
+
+
+def _read_only_uri(path: Path) -> str:
+    """A SQLite URI opening ``path`` read-only (characters such as ``?`` and ``#`` in the path escaped)."""
+    return f"{path.resolve().as_uri()}?mode=ro"
 
 
 def _sqlite_string(value: str) -> str:
@@ -714,6 +752,22 @@ class PostgresEngine(CutoverEngine):
             self.fence.admin.execute(pg_sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
                 pg_sql.Identifier(name)))
         return [*super().sweep_scratch(), *stale]
+
+    def verify_backup(self, path: Path, tables: Sequence[str], progress: CopyProgress) -> str | None:
+        """``pg_restore`` into a scratch database (indexes and constraints included), then each table's row count
+        and checksum there and here.  The live checksums run on this transaction's connection in a second
+        thread while the backup is restored and checksummed on others: both wait on the server without the
+        GIL, so the two passes overlap."""
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cutover-live-checksums") as pool:
+            live_pass = pool.submit(self.checksums, tables)
+            restored = self.restored_checksums(path, tables, progress)
+            live = live_pass.result()  # (on an error above, leaving the pool waits for the live pass)
+        for table in tables:
+            want, got = live[table], restored.get(table)
+            if want != got:
+                return (f"table {table} has {want[0]} rows (checksum {want[1]}), the backup "
+                        f"{'lacks it' if got is None else f'{got[0]} rows (checksum {got[1]})'}")
+        return None
 
     def restored_checksums(self, path: Path, tables: Iterable[str], progress: CopyProgress) -> Checksums:
         admin = self.fence.admin  # on the maintenance database: the target refuses new connections
