@@ -5,7 +5,8 @@ once per database, and executed on the driver's own cursor.  Why not ``Connectio
 paths (resolve an agent, insert a row) SQLAlchemy's execution machinery costs several times the
 statement itself on SQLite (measured: 31 µs vs 6 µs for a primary-key SELECT), and the store's goal is to
 stay within 1.5x of plain SQL.  Both drivers take named parameters as a dict (SQLite ``:name``, psycopg
-``%(name)s``), so repositories pass dicts either way.
+``%(name)s``), so repositories pass dicts either way; the few statements on the path of every request are
+:class:`Positional` and take a tuple instead (cheaper to bind, and checked against the SQL's own order).
 
 SQLite is opened with ``PRAGMA foreign_keys=ON`` (per connection: SQLite forgets it otherwise), WAL, a
 busy timeout and ``synchronous=NORMAL``; transactions are explicit (``BEGIN IMMEDIATE`` for writes, so
