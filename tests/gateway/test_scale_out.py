@@ -66,7 +66,11 @@ class EventLog:
     """A WebSocket client subscribed to a tenant's agent events, collecting them in a thread."""
 
     def __init__(self, server: Server, headers: dict[str, str]) -> None:
-        self.ws: ClientConnection = connect(server.ws, additional_headers=headers)
+        # Held open across the test (closed by close()), so not a ``with`` block: ``legacy=True`` is the
+        # library's way of saying so.
+        connection = connect(server.ws, additional_headers=headers, legacy=True)
+        assert isinstance(connection, ClientConnection)
+        self.ws = connection
         self.ws.send(json.dumps({"id": 1, "method": "subscribe"}))
         assert json.loads(self.ws.recv(timeout=10))["result"]["subscribed"] is True
         self.events: list[dict[str, Any]] = []
