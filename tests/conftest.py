@@ -105,10 +105,18 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _truncate_all(url: str) -> None:
-    tables = ", ".join(f'"{t.name}"' for t in metadata.sorted_tables)
-    with psycopg.connect(sa.engine.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False),
-                         autocommit=True) as conn:
-        conn.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")  # type: ignore[arg-type]
+    """Empty every table of the schema and restart its sequences, as ``TRUNCATE … RESTART IDENTITY`` would.
+
+    ``DELETE`` in reverse dependency order, not ``TRUNCATE``: on the few rows a test leaves, ``TRUNCATE`` costs
+    ~170 ms (it makes new files for every table and index) against ~25 ms, and it runs before every storage
+    test on PostgreSQL."""
+    conninfo = sa.engine.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
+        for table in reversed(metadata.sorted_tables):
+            conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(table.name)))
+        sequences = conn.execute("SELECT sequencename FROM pg_sequences WHERE schemaname = current_schema()")
+        for (sequence,) in sequences.fetchall():
+            conn.execute(sql.SQL("ALTER SEQUENCE {} RESTART").format(sql.Identifier(sequence)))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
