@@ -53,7 +53,6 @@ Params: TypeAlias = Mapping[str, Any] | tuple[Any, ...]
 Row: TypeAlias = tuple[Any, ...]
 Statement: TypeAlias = "sa.ClauseElement | Sql | Positional | str"
 _NO_DEFAULTS: Final[dict[str, Any]] = {}
-_new_object: Final = object.__new__
 #: How often a transaction is begun on a fresh connection after a pooled one turned out to be dead.
 _BEGIN_ATTEMPTS: Final = 3
 _NOTIFY: Final = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload"
@@ -234,7 +233,9 @@ class Database:
         self._connections = Connections(self.engine, pool if pool is not None else _configured_pool())
         #: Committed changes that can stale a cache, for this process's caches and WebSocket clients.
         self.changes = ChangeFeed(self.dialect)
-        self._compiled: dict[int, tuple[object, str, dict[str, Any]]] = {}
+        # Keyed by the statement object itself (hashed by identity, as SQLAlchemy statements are): a hit is
+        # one dict probe, and the entry keeps its statement alive, so no other statement can take its key.
+        self._compiled: dict[object, tuple[str, dict[str, Any]]] = {}
         self._texts: dict[str, str] = {}
         #: The same dialect binding by position (``?`` on SQLite, ``%s`` on psycopg), for :class:`Positional`.
         dialect_class: Any = type(self.engine.dialect)
@@ -270,17 +271,16 @@ class Database:
             if text is None:
                 text = self._texts[statement] = str(sa.text(statement).compile(dialect=self.engine.dialect))
             return text, _NO_DEFAULTS
-        cached = self._compiled.get(id(statement))
-        if cached is not None and cached[0] is statement:
-            return cached[1], cached[2]
+        cached = self._compiled.get(statement)
+        if cached is not None:
+            return cached
         if isinstance(statement, Positional):
             return self._compile_positional(statement), _NO_DEFAULTS
         built = statement.build(self.dialect) if isinstance(statement, Sql) else statement
         compiled = built.compile(dialect=self.engine.dialect)
         defaults = {name: value for name, value in compiled.params.items() if value is not None}
-        # The entry keeps the statement alive, so its id() cannot be reused by another object.  Build
-        # statements once, at module level: a statement built per call would be cached per call.
-        self._compiled[id(statement)] = (statement, str(compiled), defaults)
+        # Build statements once, at module level: a statement built per call would be cached per call.
+        self._compiled[statement] = (str(compiled), defaults)
         return str(compiled), defaults
 
     def _compile_positional(self, statement: Positional) -> str:
@@ -292,7 +292,7 @@ class Database:
         if order != statement.names:
             raise ValueError(f"the statement binds its parameters in the order {order}, not {statement.names} as "
                              "declared: its values would go to the wrong columns")
-        self._compiled[id(statement)] = (statement, str(compiled), _NO_DEFAULTS)
+        self._compiled[statement] = (str(compiled), _NO_DEFAULTS)
         return str(compiled)
 
     @property
@@ -308,9 +308,9 @@ class Database:
         busy timeout raise :class:`UnavailableError` before the block runs.  ``write=False`` is a read: on
         SQLite it takes no write lock (``BEGIN`` rather than ``BEGIN IMMEDIATE``).
         """
-        # Built without Tx.__init__ (object.__new__ and the five attributes every transaction reads): a
-        # constructor call through the type costs more than the attributes themselves, on every request.
-        tx = _new_object(Tx)
+        # Tx has no __init__ (a Python frame on every request): the attributes every transaction reads are set
+        # here.
+        tx = Tx()
         tx.db = self
         tx._begin = self._begin_write if write else "BEGIN"
         tx._open = tx._failed = False
@@ -534,9 +534,8 @@ class Tx:
     # -- statements ----------------------------------------------------------------------------------
     def execute(self, statement: Statement, params: Params | None = None) -> Any:
         """Run one statement; driver errors come back as :mod:`agentfy.store.errors` (never SQL text)."""
-        cached = self.db._compiled.get(id(statement))  # Database.compiled, inlined: this is every statement
-        sql, defaults = (cached[1], cached[2]) if cached is not None and cached[0] is statement \
-            else self.db.compiled(statement)
+        # Database.compiled, inlined for a statement compiled before: this is every statement.
+        sql, defaults = self.db._compiled.get(statement) or self.db.compiled(statement)
         if defaults:  # never a Positional statement's tuple: those bind no values of their own
             params = {**defaults, **cast(Mapping[str, Any], params or {})}
         if self.db.tracer is not None:
