@@ -158,9 +158,13 @@ def resolve_agent(tx: Tx, scope: Scope, id_or_key: str) -> Agent:
     """
     # ``execute().fetchone()`` rather than ``one()``: a frame less on the path of every request; the row is
     # copied into the named tuple whatever sequence the driver returns.
-    if type(id_or_key) is str and id_or_key.count("-") < 3 and is_short_key(id_or_key):  # no ID checks needed
+    # The two common cases first, each decided by one cheap test: a canonical agent ID (it starts with
+    # "agent-", so nothing else pays for its pattern) and a short key (no ID shape is one).  Then legacy IDs.
+    if type(id_or_key) is str and id_or_key.startswith("agent-") and _CANONICAL_AGENT_ID(id_or_key) is not None:
+        row = tx.execute(_BY_ID, (scope.tenant_id, id_or_key)).fetchone()
+    elif type(id_or_key) is str and is_short_key(id_or_key):
         row = tx.execute(_BY_KEY, (scope.tenant_id, id_or_key)).fetchone()
-    elif (type(id_or_key) is str and _CANONICAL_AGENT_ID(id_or_key) is not None) or is_id(id_or_key, "agent"):
+    elif is_id(id_or_key, "agent"):
         row = tx.execute(_BY_ID, (scope.tenant_id, id_or_key)).fetchone()
     else:
         problem = agent_key_problem(id_or_key)
