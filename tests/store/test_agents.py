@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError, Scope
-from agentfy.ids import format_id, is_canonical_id
+from agentfy.identity.keys import agent_key_problem, looks_like_an_id
+from agentfy.ids import format_id, is_canonical_id, is_id
 from agentfy.ids.retry import IdRetryExhaustedError
 from agentfy.store.db import Database
 from agentfy.store.errors import ConflictError, NotFoundError
 from agentfy.store.repos import agents, orgs
 from tests.ids.sources import ReplaySource
+from tests.ids.strategies import agentfy_ids, canonical_ids, mutations
 from tests.store.helpers import count, new_agent, new_tenant
 
 
@@ -99,6 +103,37 @@ def test_resolve_refuses_what_is_neither_id_nor_key(db: Database) -> None:
         agents.resolve_agent(tx, acme, "Not A Key")
     with pytest.raises(InvalidIdError, match=r"prefix 'team' .* is not the expected 'agent'"), db.transaction() as tx:
         agents.resolve_agent(tx, acme, "team-calm-rivers-k8m4p2d7n9x3")
+
+
+# Values resolve_agent must tell apart: IDs of every shape and prefix, keys (some starting "agent-", one word,
+# several hyphens), damaged IDs, and any text at all.
+_REFERENCES = st.one_of(
+    agentfy_ids, canonical_ids(st.just("agent")), canonical_ids(st.just("agent")).flatmap(mutations),
+    st.from_regex(r"(agent-)?[a-z0-9]{1,8}(-[a-z0-9]{1,8}){0,4}", fullmatch=True), st.text(max_size=40))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=_REFERENCES)
+def test_resolve_decides_every_value_as_the_id_and_key_rules_do(db: Database, value: str) -> None:
+    """Whatever resolve_agent checks first for speed, its answer is the rules': an agent ID (canonical or
+    legacy) is looked up by ID, else a valid key by key, else the error says which rule the value broke."""
+    acme = Scope(format_id("org"))  # no such tenant: every look-up that gets to the database finds nothing
+    with db.transaction(write=False) as tx:
+        if is_id(value, "agent") or agent_key_problem(value) is None:
+            with pytest.raises(NotFoundError):
+                agents.resolve_agent(tx, acme, value)
+        else:
+            expected = InvalidIdError if looks_like_an_id(value) else InvalidAgentKeyError
+            with pytest.raises(expected):
+                agents.resolve_agent(tx, acme, value)
+
+
+def test_a_key_that_starts_like_an_agent_id_is_still_a_key(db: Database) -> None:
+    acme = new_tenant(db, "acme")
+    smith = new_agent(db, acme, "agent-smith")
+    with db.transaction(write=False) as tx:
+        assert agents.resolve_agent(tx, acme, "agent-smith") == smith
+        assert agents.resolve_agent(tx, acme, smith.id) == smith
 
 
 def test_scope_refuses_anything_but_an_org_id() -> None:
