@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +80,30 @@ def _head() -> str:
         return str(head_revision(db))
     finally:
         db.dispose()
+
+
+@pytest.mark.slow  # waits out SQLite's busy timeout (5 s)
+def test_a_database_locked_by_another_writer_is_one_line_exit_3_and_nothing_written(tmp_path: Path) -> None:
+    upgraded = _agentfy("db", "upgrade", "--database-url", "sqlite:///agentfy.db", cwd=tmp_path)
+    assert upgraded.returncode == 0, upgraded.stderr
+    holder = sqlite3.connect(tmp_path / "agentfy.db", isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # another writer, holding the write lock for the whole command
+        failed = _agentfy("db", "seed", "--database-url", "sqlite:///agentfy.db", cwd=tmp_path)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert failed.returncode == EXIT_UNAVAILABLE, failed.stderr
+    assert failed.stderr.strip().splitlines() == [
+        "error: the database could not begin a transaction (it is locked by another writer)"]
+    with sqlite3.connect(tmp_path / "agentfy.db") as reader:
+        assert reader.execute("SELECT count(*) FROM organizations WHERE slug = 'demo'").fetchone() == (0,)
+
+
+@pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="needs Linux's sysfs, where no one may make a directory")
+def test_a_database_path_that_may_not_be_created_is_permission_denied_and_exit_3(tmp_path: Path) -> None:
+    # sysfs refuses a new directory even to root (CI runs as root, for whom a chmod-ed directory is no barrier).
+    failed = _agentfy("db", "upgrade", "--database-url", "sqlite:////sys/agentfy-test/agentfy.db", cwd=tmp_path)
+    assert failed.returncode == EXIT_UNAVAILABLE, failed.stderr
+    assert failed.stderr.strip().splitlines() == ["error: permission denied: /sys/agentfy-test"]
+    assert not Path("/sys/agentfy-test").exists()
