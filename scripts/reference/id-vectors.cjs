@@ -5,57 +5,19 @@
 //   PREFIXES.json: a JSON array of the registered prefixes (build_conformance.py writes it from ID_ENTITIES).
 //   stdout: {"seed", "alphabet", "human_id", "nanoid", "cases": [{prefix, random_hex, bytes_read, expected}]}
 //
-// The words are the arrays exported by the real npm human-id@4.1.3 and the suffix is made by the real
-// nanoid@3.3.11 customRandom, exactly as the TypeScript reference formatId(prefix, random) does
-// (../shared/seeds/id-format.txt, "Generation - exact algorithm"). The byte streams come from a seeded
-// mulberry32, never Math.random, so running the script again gives the identical output.
+// formatId is reference-format-id.cjs: the real npm human-id@4.1.3 words and nanoid@3.3.11 customRandom,
+// drawn exactly as the TypeScript reference formatId(prefix, random) draws them. The byte streams come from
+// a seeded mulberry32, never Math.random, so running the script again gives the identical output.
 'use strict'
 
 const fs = require('fs')
-const { adjectives: rawAdjectives, nouns: rawNouns } = require('human-id')
-const { customRandom } = require('nanoid')
-const HUMAN_ID_VERSION = require('human-id/package.json').version
-const NANOID_VERSION = require('nanoid/package.json').version
+const { ID_SUFFIX_ALPHABET, HUMAN_ID_VERSION, NANOID_VERSION, formatId } = require('./reference-format-id.cjs')
 
-const ID_SUFFIX_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'
-const ID_SUFFIX_LENGTH = 12
 const SEED = 0x5eed1d05
 
 function fail(message) {
   process.stderr.write(`id-vectors: ${message}\n`)
   process.exit(1)
-}
-
-if (HUMAN_ID_VERSION !== '4.1.3') fail(`expected human-id 4.1.3, found ${HUMAN_ID_VERSION}`)
-if (NANOID_VERSION !== '3.3.11') fail(`expected nanoid 3.3.11, found ${NANOID_VERSION}`)
-
-// Dictionaries as the reference loads them: package order, lower-cased, non-[a-z] words dropped.
-const words = (list) => list.map((w) => w.toLowerCase()).filter((w) => /^[a-z]+$/.test(w))
-const ADJECTIVES = words(rawAdjectives)
-const NOUNS = words(rawNouns)
-if (ADJECTIVES.length !== 200 || NOUNS.length !== 300) {
-  fail(`expected 200 adjectives and 300 nouns, found ${ADJECTIVES.length} and ${NOUNS.length}`)
-}
-
-// index(n): the fewest whole bytes holding n - 1, big-endian, masked to its bit length, redrawn while >= n.
-function index(n, random) {
-  const bits = 32 - Math.clz32(n - 1)
-  const size = Math.ceil(bits / 8)
-  const mask = 2 ** bits - 1
-  for (;;) {
-    const bytes = random(size)
-    let value = 0
-    for (let i = 0; i < size; i++) value = value * 256 + bytes[i]
-    value &= mask
-    if (value < n) return value
-  }
-}
-
-function formatId(prefix, random) {
-  const adjective = ADJECTIVES[index(ADJECTIVES.length, random)]
-  const noun = NOUNS[index(NOUNS.length, random)]
-  const suffix = customRandom(ID_SUFFIX_ALPHABET, ID_SUFFIX_LENGTH, random)()
-  return `${prefix}-${adjective}-${noun}-${suffix}`
 }
 
 // A source over a byte stream (explicit head bytes, then a generator), recording every byte handed out.

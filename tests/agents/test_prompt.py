@@ -156,7 +156,7 @@ def test_an_agent_recreated_under_the_same_key_keeps_its_prefix() -> None:
 
 
 def test_the_same_key_in_two_tenants_differs_only_by_the_slug_above_the_marker() -> None:
-    master, viet = agent(), agent()  # same key, different IDs and tenants (the seed's section 13 example)
+    master, viet = agent(), agent()  # the same key in two tenants: different IDs, different organisations
     turn = TurnContext(now=T0)
     prefix_master = split_system_prompt(render_system_prompt(config(master, "master"), turn_context=turn))[0]
     prefix_viet = split_system_prompt(render_system_prompt(config(viet, "viet-org"), turn_context=turn))[0]

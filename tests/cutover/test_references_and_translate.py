@@ -2,7 +2,7 @@
 
 The reference map must cover the whole schema (a column added later gets a conscious decision: reference,
 JSON, scanned, history or user content), agree with the database's own catalog on both engines, and the
-translation must follow the seed: UUID -> minted canonical ID, retired prefix -> same tail, canonical and
+translation must follow the cutover's rules: UUID -> minted canonical ID, retired prefix -> same tail, canonical and
 Agentfy's three-word legacy format -> unchanged, anything else -> refused with the value named.
 """
 

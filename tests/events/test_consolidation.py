@@ -1,5 +1,5 @@
-"""The consolidation pipeline on both engines: the seed's ID regression tests, each worker's effect in the store,
-idempotency, tenant isolation and the pluggable summariser and extractor."""
+"""The consolidation pipeline on both engines: a non-ID agent or tenant refused by every worker, each worker's
+effect in the store, idempotency, tenant isolation and the pluggable summariser and extractor."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def only_event(db: Database, type_: str) -> DomainEvent:
     return held.event
 
 
-# -- the seed's regression tests: a non-ID agent or tenant is dead-lettered at once, nothing written --------
+# -- an event whose agent or tenant is not an ID is dead-lettered at once, and nothing is written -----------
 @pytest.mark.parametrize("bad", BAD_AGENT_IDS)
 def test_episodic_worker_handle_non_id_agent_id(db: Database, bad: str) -> None:
     scope, agent = tenant_with_agent(db)

@@ -1,6 +1,7 @@
-"""The batch routes under the fail-fast contract (the seed's section 9): memory-document upsert, knowledge-graph
-ingest and vault upload.  One bad row — first, middle or last — fails the whole request naming the row and
-the field, and nothing is written (counted in the tables themselves).  Both engines."""
+"""The batch routes under the fail-fast contract (every row is validated before the first write): memory-document
+upsert, knowledge-graph ingest and vault upload.  One bad row — first, middle or last — fails the whole
+request naming the row and the field, and nothing is written (counted in the tables themselves).  Both
+engines."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The two parsing contracts of the storage boundary (the seed's Trap 3), and agent_key rules."""
+"""The two parsing contracts of the storage boundary, and agent_key rules: ``parse_id`` raises on anything that is
+not an ID (every write, and every read where no match would hide a bug); ``parse_id_or_none`` is silent by
+contract, for reads where no match is the right answer to bad input.  Neither ever returns a stand-in value."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ class ReplaySource:
 
 
 class CountingSource:
-    """The seed's control source: bytes 0, 1, 2, ... (mod 256), each call continuing the count."""
+    """The control vector's source: bytes 0, 1, 2, ... (mod 256), each call continuing the count."""
 
     def __init__(self) -> None:
         self.read = 0

@@ -1,4 +1,5 @@
-"""Validation accepts exactly the seed's shapes, as they are, and refuses everything else."""
+"""Validation accepts exactly the canonical shape and the legacy shapes, as they are (never normalised), and
+refuses everything else."""
 
 from __future__ import annotations
 

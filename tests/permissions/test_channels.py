@@ -1,4 +1,5 @@
-"""Every row of the seed's "Group behavior table": the SCOPE, SENDER and ACTOR each channel produces."""
+"""Every row of the group-behaviour table: the SCOPE (whose memory), SENDER (who spoke) and ACTOR (whose
+permissions) each channel produces, in direct messages and group chats."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from agentfy.permissions import discord_context, http_context, new_context, syst
 TENANT = format_id("org")
 AGENT = format_id("agent")
 
-# (row of the seed's table, context, expected user_id, sender_id, actor_id)
+# (row of the table, context, expected user_id, sender_id, actor_id)
 BEHAVIOR_TABLE: list[tuple[str, Callable[[], RequestContext], str | None, str | None, str | None]] = [
     ("Telegram DM", lambda: telegram_context(1001, 1001, is_group=False), "1001", "1001", "1001"),
     ("Telegram group", lambda: telegram_context(-100123, 1001, is_group=True),

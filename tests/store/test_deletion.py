@@ -40,8 +40,8 @@ from agentfy.store.schema import metadata
 from tests.store.helpers import new_agent, new_tenant
 
 GROUP = "group:telegram:-100123"
-#: Tables keyed by tenant but deliberately without a foreign key (history and telemetry: the seed, section
-#: 12). The audit log keeps what it recorded; telemetry is anonymised or removed, and the event outbox
+#: Tables keyed by tenant but deliberately without a foreign key (history and telemetry, kept or anonymised
+#: rather than cascaded). The audit log keeps what it recorded; telemetry is anonymised or removed, and the event outbox
 #: (messages; a delivered event is history) goes with its tenant, which test_deletion_telemetry.py checks.
 UNOWNED_TENANT_TABLES = frozenset({"org_audit", "traces", "spans", "usage_snapshots", "event_outbox"})
 
