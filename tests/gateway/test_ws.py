@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -15,11 +17,12 @@ from starlette.websockets import WebSocketDisconnect
 
 from agentfy.gateway import auth
 from agentfy.gateway.routes import ws as ws_route
-from agentfy.gateway.rpc.broadcast import AgentEvent, Subscriber
+from agentfy.gateway.rpc.broadcast import AgentEvent, Subscriber, broadcaster_for
 from agentfy.identity import AgentId, AgentKey, InvalidAgentKeyError
 from agentfy.identity.context import RequestContext
 from agentfy.identity.keys import InvalidTenantSlugError, TenantSlug, looks_like_an_id
 from agentfy.ids import format_id, is_id
+from agentfy.store.changefeed import Change
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys
 from tests.gateway.conftest import Tenant
@@ -455,6 +458,96 @@ def test_no_events_before_subscribe_after_unsubscribe_or_for_a_rolled_back_chang
             assert [e["event"] for e in witness.sync(client, acme.headers())] == ["agent.updated"]
         assert rpc.result("subscribe")["subscribed"] is True
         assert rpc.sync(client, acme.headers()) == []
+
+
+class _Inbox(Subscriber):
+    """A subscriber that keeps what it is given, in the calling thread (no event loop needed)."""
+
+    def __init__(self) -> None:
+        super().__init__(asyncio.new_event_loop())
+        self.received: list[dict[str, Any]] = []
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        self.received.append(message)
+
+
+@contextmanager
+def _feed_held_at_the_first_agent_change(db: Database) -> Iterator[tuple[bool, threading.Event, threading.Event]]:
+    """The feed listening, and (where a listener thread delivers, PostgreSQL) held at the first agent change
+    until ``release`` is set: what a busy server does.  Yields ``(late, held, release)``; ``late`` is False
+    where the committing thread delivers (SQLite), which cannot be late and is never held."""
+    held, release = threading.Event(), threading.Event()
+
+    def stall(change: Change) -> None:  # runs before the broadcaster
+        if change.kind == "agent" and not held.is_set():
+            held.set()
+            release.wait(10)
+
+    db.changes.start_listening(db.conninfo)
+    late = not db.changes.delivers_in_process
+    if late:  # first in the feed's order of committed-change handlers
+        db.changes._committed.insert(0, lambda: stall)
+    try:
+        assert db.changes.wait_listening(10)
+        yield late, held, release
+    finally:
+        release.set()
+        db.changes.stop_listening()
+
+
+def _until(condition: Callable[[], object], seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_a_change_committed_before_subscribe_is_never_delivered_even_when_the_feed_is_late(db: Database,
+                                                                                             acme: Tenant) -> None:
+    """The race a busy server loses without a starting point: the change commits, the client subscribes, and
+    only then does the listener (PostgreSQL) hand the change on.  It must not reach the new subscriber; the
+    next change must."""
+    broadcaster, inbox = broadcaster_for(db), _Inbox()
+    with _feed_held_at_the_first_agent_change(db) as (late, held, release):
+        with db.transaction() as tx:
+            before = agents.create_agent(tx, acme.scope, agent_key="before")
+        assert held.wait(10) or not late  # the listener holds "before"
+        broadcaster.subscribe(acme.scope.tenant_id, "acme", inbox)
+        release.set()
+        with db.transaction() as tx:
+            after = agents.create_agent(tx, acme.scope, agent_key="after")
+        _until(lambda: inbox.received)
+        assert [(m["event"], m["agent"]["id"]) for m in inbox.received] == [("agent.created", after.id)]
+        assert before.id not in json.dumps(inbox.received)
+        assert broadcaster.subscriber_count(acme.scope.tenant_id) == 1
+        broadcaster.unsubscribe(inbox)
+
+
+def test_a_subscriber_waiting_for_its_starting_point_is_told_to_resync_when_the_feed_is_lost(
+        db: Database, acme: Tenant) -> None:
+    broadcaster, inbox = broadcaster_for(db), _Inbox()
+    with _feed_held_at_the_first_agent_change(db) as (late, held, release):
+        with db.transaction() as tx:
+            agents.create_agent(tx, acme.scope, agent_key="before")
+        assert held.wait(10) or not late
+        broadcaster.subscribe(acme.scope.tenant_id, "acme", inbox)  # its marker is stuck behind "before"
+        db.changes.lost("the listening connection was lost")  # the marker will never come back
+        assert broadcaster.subscriber_count(acme.scope.tenant_id) == 1
+        assert inbox.received == [{"event": "events.resync", "reason": "the listening connection was lost"}]
+        release.set()
+        broadcaster.unsubscribe(inbox)
+
+
+def test_where_the_committing_thread_delivers_a_subscription_is_active_at_once_and_writes_nothing(
+        db: Database, acme: Tenant) -> None:
+    assert db.changes.delivers_in_process  # no listener started: this process delivers its own changes
+    inbox = _Inbox()
+    broadcaster_for(db).subscribe(acme.scope.tenant_id, "acme", inbox)
+    assert broadcaster_for(db).subscriber_count(acme.scope.tenant_id) == 1
+    with db.transaction(write=False) as tx:
+        assert tx.scalar("SELECT count(*) FROM change_log") == 0
+    with db.transaction() as tx:
+        agents.create_agent(tx, acme.scope, agent_key="bot")
+    assert [m["event"] for m in inbox.received] == ["agent.created"]
 
 
 def test_a_signed_context_connection_gets_events_of_its_tenant(client: TestClient, acme: Tenant) -> None:

@@ -18,6 +18,14 @@ Only the tenant's own subscribers get an event: subscribers are kept per tenant 
 registered under the tenant of its connection's principal, never one a client names.  The broadcaster is
 per :class:`~agentfy.store.db.Database` (:func:`broadcaster_for`), so every app on one database shares it.
 
+A subscription starts exactly where :meth:`Broadcaster.subscribe` is in the feed's order: changes committed
+before it returns are never delivered, changes committed after it returns always are.  Where the committing
+thread delivers (SQLite) that is the moment of the call.  Where a listener delivers (PostgreSQL), a change
+committed just before may still be on its way; so ``subscribe`` sends a ``feed.marker`` change through the
+feed and the subscriber is *pending* until the marker comes back: the listener hears changes in commit order,
+so exactly those committed before the marker are skipped.  If the listening connection is lost meanwhile,
+pending subscribers become active with everyone else's ``events.resync``.
+
 Threads: changes arrive in the committing thread or the feed's listener thread; :meth:`Subscriber.deliver`
 hands each event to the subscriber's event loop with ``call_soon_threadsafe``, which keeps their order.
 """
@@ -28,6 +36,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import secrets
 import threading
 import weakref
 from dataclasses import dataclass
@@ -111,6 +120,7 @@ class Subscriber:
         self._ready = asyncio.Event()
         self._dropped = 0
         self.tenant_id: str | None = None  # set by Broadcaster.subscribe
+        self.marker: str | None = None  # while pending: the token of the feed marker it waits for
 
     def deliver(self, message: Message) -> None:
         """Queue ``message`` (from any thread); a no-op once the loop is closed."""
@@ -147,24 +157,55 @@ class Broadcaster:
         self._lock = threading.Lock()
         self._subscribers: dict[str, set[Subscriber]] = {}
         self._slugs: dict[str, TenantSlug] = {}
+        #: Subscribers waiting for their feed marker: token -> (tenant ID, slug, subscriber).
+        self._pending: dict[str, tuple[str, TenantSlug, Subscriber]] = {}
         db.changes.on_committed(self._on_change)  # held weakly by the feed
         db.changes.on_reset(self._on_reset)
 
     # -- subscriptions ---------------------------------------------------------------------------------------
     def subscribe(self, tenant_id: str, tenant_slug: str, subscriber: Subscriber) -> None:
-        """Add ``subscriber`` to the tenant's set (moving it out of any other tenant's set first)."""
+        """Add ``subscriber`` to the tenant's set (moving it out of any other tenant's set first), from this
+        point of the feed on (see the module docstring).  Where a listener delivers, this commits a
+        ``feed.marker`` change, so it can raise what a transaction raises (the database unreachable)."""
         slug = parse_tenant_slug(tenant_slug)
+        db = self._db()
         with self._lock:
             self._remove(subscriber)
-            self._subscribers.setdefault(tenant_id, set()).add(subscriber)
-            self._slugs[tenant_id] = slug
-            subscriber.tenant_id = tenant_id
+            if db is None or db.changes.delivers_in_process:
+                self._add(tenant_id, slug, subscriber)
+                return
+            token = subscriber.marker = secrets.token_hex(16)
+            self._pending[token] = (tenant_id, slug, subscriber)
+        try:
+            with db.transaction() as tx:
+                tx.record_change(Change("feed", "marker", None, token))
+        except BaseException:
+            with self._lock:
+                if subscriber.marker == token:
+                    self._remove(subscriber)
+            raise
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
         with self._lock:
             self._remove(subscriber)
 
+    def _add(self, tenant_id: str, slug: TenantSlug, subscriber: Subscriber) -> None:
+        self._subscribers.setdefault(tenant_id, set()).add(subscriber)
+        self._slugs[tenant_id] = slug
+        subscriber.tenant_id = tenant_id
+
+    def _activate(self, token: str) -> None:
+        """The marker ``token`` came back through the feed: its subscriber hears every change from here on."""
+        pending = self._pending.pop(token, None)
+        if pending is not None:
+            tenant_id, slug, subscriber = pending
+            subscriber.marker = None
+            self._add(tenant_id, slug, subscriber)
+
     def _remove(self, subscriber: Subscriber) -> None:
+        if subscriber.marker is not None:
+            self._pending.pop(subscriber.marker, None)
+            subscriber.marker = None
         if subscriber.tenant_id is None:
             return
         members = self._subscribers.get(subscriber.tenant_id)
@@ -195,6 +236,11 @@ class Broadcaster:
     def _on_change(self, change: Change) -> None:
         """The feed's committed changes: agent changes become events for the tenant's subscribers.  Never
         raises into the feed (a bad change is logged and skipped)."""
+        if change.kind == "feed":
+            if change.id is not None:  # a marker: another process's, or a pending subscriber's starting point
+                with self._lock:
+                    self._activate(change.id)
+            return
         name = _EVENT_OF_OP.get(change.op) if change.kind == "agent" else None
         if name is None or change.tenant_id is None:
             return
@@ -213,6 +259,8 @@ class Broadcaster:
 
     def _on_reset(self, reason: str) -> None:
         with self._lock:
+            for token in list(self._pending):  # a marker sent while disconnected never comes back
+                self._activate(token)
             members = [s for group in self._subscribers.values() for s in group]
         for subscriber in members:
             subscriber.deliver({"event": EVENTS_RESYNC, "reason": reason})

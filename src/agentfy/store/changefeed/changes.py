@@ -15,6 +15,8 @@ kind           operations                             meaning for a cache
 ``member``     added, removed, role_changed           drop principals acting as that user in the tenant
 ``epoch``      bumped                                 every signed context is void
 ``settings``   updated                                drop the named platform setting
+``feed``       marker                                 nothing: a WebSocket subscription's starting point
+                                                      in the feed's order (``id`` is its random token)
 =============  =====================================  ==============================================
 
 The wire format is compact JSON with ``"v": 1``; PostgreSQL limits a notification payload to 8000 bytes, so
@@ -41,6 +43,7 @@ KINDS: Final[dict[str, frozenset[str]]] = {
     "member": frozenset({"added", "removed", "role_changed"}),
     "epoch": frozenset({"bumped"}),
     "settings": frozenset({"updated"}),
+    "feed": frozenset({"marker"}),
 }
 
 
