@@ -40,14 +40,22 @@ browser:
 		|| { apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null; }; \
 	else echo "chromium/chromium-driver absent and not root: the web chat page's browser test will be skipped"; fi
 
+# The suite runs on two worker processes (pytest-xdist): serially it takes longer than its budget of
+# 20 minutes on a 2-core machine.  Each worker has its own PostgreSQL databases, SQLite files and temporary
+# directory; `--dist worksteal` lets an idle worker take queued tests from a busy one, so a few long tests at the
+# end do not leave the other worker waiting.  `make pytest PYTEST_WORKERS=4` for a bigger machine; to debug,
+# run serially: `$(BIN)/pytest -n 0 tests/...`.
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist worksteal
+
 pytest: $(VENV)/.installed-dev browser
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_PARALLEL)
 
 test: lint typecheck pytest
 
 # The inner loop: the same checks without the tests marked slow (wheel builds, forks, threads, full files).
 pytest-fast: $(VENV)/.installed-dev
-	$(BIN)/pytest -m "not slow"
+	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not slow"
 
 test-fast: lint typecheck pytest-fast
 

@@ -44,11 +44,10 @@ class Live:
         answer = self.client.put("/v1/agents/support/channels/telegram", json=body, headers=tenant.headers("admin"))
         assert answer.status_code == 201, answer.text
 
-    def say(self, bot: str, secret: str, text: str, *, sender: int = ALICE, chat: int = GROUP_CHAT,
-            chat_type: str = "supergroup") -> str:
-        """Post an update (in a group: as a reply to the bot, so it is addressed) and return the agent's reply
-        as the fake Bot API received it."""
-        before = len(self.platforms.requests)
+    def post(self, bot: str, secret: str, text: str, *, sender: int = ALICE, chat: int = GROUP_CHAT,
+             chat_type: str = "supergroup") -> None:
+        """Post an update (in a group: as a reply to the bot, so it is addressed, as message 42); returns once
+        the webhook and its turn (the reply's delivery included) are done."""
         body: dict[str, Any] = {"message_id": 42, "chat": {"id": chat, "type": chat_type}, "text": text,
                                 "from": {"id": sender, "is_bot": False, "first_name": "Ada"}}
         if chat_type != "private":
@@ -56,6 +55,13 @@ class Live:
         answer = self.client.post(f"/v1/channels/telegram/{bot}/webhook", json={"update_id": 7, "message": body},
                                   headers={"X-Telegram-Bot-Api-Secret-Token": secret})
         assert answer.status_code == 200, answer.text
+
+    def say(self, bot: str, secret: str, text: str, *, sender: int = ALICE, chat: int = GROUP_CHAT,
+            chat_type: str = "supergroup") -> str:
+        """Post an update and return the agent's reply as the fake Bot API received it: the one message sent
+        meanwhile (for turns that start no background task, which could send messages of its own)."""
+        before = len(self.platforms.requests)
+        self.post(bot, secret, text, sender=sender, chat=chat, chat_type=chat_type)
         sent = self.platforms.requests[before:]
         assert len(sent) == 1, sent
         _, url, payload = sent[0]
@@ -203,12 +209,19 @@ def test_a_subagent_and_a_delegate_act_for_the_original_sender_and_announce_to_t
             permissions.grant(tx, acme.scope, agent_id, chat_scope=SCOPE, config_type="file_writer",
                               sender_id=str(ALICE), allow=True, granted_by="admin")
     before = len(live.platforms.requests)
-    live.say("SupportBot", "acme-secret-0123456789-abcdefgh",
-             "/tool spawn_subagent task='/tool write_file path=sub.txt content=ok'")
-    _wait_idle(live)
-    live.say("SupportBot", "acme-secret-0123456789-abcdefgh",
-             "/tool delegate agent=helper task='/tool write_file path=d.txt content=ok'")
-    _wait_idle(live)
+    # Not ``say``: the subagent runs in the background from the moment the turn starts it, so its announcement
+    # may reach the chat before the webhook call returns, and the turn's reply is not the only message sent.
+    for command, replied in (("/tool spawn_subagent task='/tool write_file path=sub.txt content=ok'",
+                              "spawn_subagent: spawned subagent task "),
+                             ("/tool delegate agent=helper task='/tool write_file path=d.txt content=ok'",
+                              "delegate: delegated task ")):
+        start = len(live.platforms.requests)
+        live.post("SupportBot", "acme-secret-0123456789-abcdefgh", command)
+        # the turn's own reply (to message 42) is delivered by the time the webhook's turn is done
+        assert [body["text"] for _, url, body in live.platforms.requests[start:]
+                if url.endswith("/sendMessage") and body.get("reply_parameters", {}).get("message_id") == 42
+                and body["text"].startswith(replied)], live.platforms.requests[start:]
+        _wait_idle(live)
     # both wrote with Alice's grant, each in its own agent's workspace of the group
     assert set(live.files()) == {
         f"tenants/acme/agents/support/scopes/group%3atelegram%3a{GROUP_CHAT}/sub%2etxt",
@@ -219,6 +232,10 @@ def test_a_subagent_and_a_delegate_act_for_the_original_sender_and_announce_to_t
     # the announcements came back into the conversation as Alice's (not the subagent's, not the group's) ...
     announced = [m for m in _messages(db, acme) if m[0] == "user" and m[2].startswith("write_file: wrote")]
     assert [(role, sender) for role, sender, _ in announced] == [("user", str(ALICE)), ("user", str(ALICE))]
-    # ... and the agent's answers to them reached the group's chat, after the turns' own replies
+    # ... and the agent's answers to them reached the group's chat, beside the turns' own replies (in no set
+    # order: an announcement's turn does not wait for the reply of the turn that started the task to be sent)
     sent = [body for _, url, body in live.platforms.requests[before:] if url.endswith("/sendMessage")]
     assert len(sent) == 4 and all(body["chat_id"] == GROUP_CHAT for body in sent)
+    assert {body["text"] for body in sent if "reply_parameters" not in body} == {
+        f"@support heard: write_file: wrote sub.txt (2 bytes) for {ALICE}",
+        f"@support heard: write_file: wrote d.txt (2 bytes) for {ALICE}"}
