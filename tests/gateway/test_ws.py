@@ -461,10 +461,12 @@ def test_no_events_before_subscribe_after_unsubscribe_or_for_a_rolled_back_chang
 
 
 class _Inbox(Subscriber):
-    """A subscriber that keeps what it is given, in the calling thread (no event loop needed)."""
+    """A subscriber that keeps what it is given, in the calling thread (its event loop is never used)."""
 
     def __init__(self) -> None:
-        super().__init__(asyncio.new_event_loop())
+        loop = asyncio.new_event_loop()
+        super().__init__(loop)
+        loop.close()
         self.received: list[dict[str, Any]] = []
 
     def deliver(self, message: dict[str, Any]) -> None:

@@ -308,8 +308,7 @@ class Database:
         busy timeout raise :class:`UnavailableError` before the block runs.  ``write=False`` is a read: on
         SQLite it takes no write lock (``BEGIN`` rather than ``BEGIN IMMEDIATE``).
         """
-        # Tx has no __init__ (a Python frame on every request): the attributes every transaction reads are set
-        # here.
+        # Tx has no __init__ (it would be a Python frame on every request): this sets what every transaction reads.
         tx = Tx()
         tx.db = self
         tx._begin = self._begin_write if write else "BEGIN"
