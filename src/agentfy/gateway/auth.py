@@ -168,7 +168,9 @@ def _claims(secret: bytes, token: str) -> dict[str, object]:
     try:
         body, mac = token[len(SIGNED_CONTEXT_PREFIX):].split(".", 1)
         expected = _b64(hmac.new(secret, body.encode("ascii"), hashlib.sha256).digest())
-        if not token.startswith(SIGNED_CONTEXT_PREFIX) or not hmac.compare_digest(mac, expected):
+        # Bytes, not text: compare_digest raises TypeError on a str outside ASCII, and the token is the caller's.
+        if not token.startswith(SIGNED_CONTEXT_PREFIX) or not hmac.compare_digest(
+                mac.encode("utf-8", "surrogatepass"), expected.encode("ascii")):
             raise ValueError("bad signature")
         claims = json.loads(_unb64(body))
     except (ValueError, UnicodeError) as error:

@@ -11,16 +11,17 @@ server (never its credential); the caller's message stays stored in the session.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
+from pydantic_core import PydanticCustomError
 
 from agentfy.gateway.auth import Principal
 from agentfy.gateway.errors import ApiError
 from agentfy.gateway.routes.schemas import Strict, agent_ref_field
 from agentfy.identity import AgentKey
 from agentfy.permissions.channels import http_context
-from agentfy.runtime.inbound import Inbound
+from agentfy.runtime.inbound import EMPTY_TEXT_PROBLEM, VISIBLE_TEXT_PATTERN, Inbound, has_visible_text
 from agentfy.runtime.model import ModelError
 from agentfy.runtime.providers import ModelConfigError
 from agentfy.runtime.runner import Runtime
@@ -33,8 +34,16 @@ DEFAULT_CONVERSATION: Final = "default"
 TEXT_MAX_LENGTH: Final = 100_000
 
 
+def _has_something_to_say(text: str) -> str:
+    if not has_visible_text(text):
+        raise PydanticCustomError("invalid_input", EMPTY_TEXT_PROBLEM)
+    return text
+
+
 class MessageToAgent(Strict):
-    text: str = Field(min_length=1, max_length=TEXT_MAX_LENGTH, description="What to say to the agent.")
+    text: Annotated[str, AfterValidator(_has_something_to_say)] = Field(
+        min_length=1, max_length=TEXT_MAX_LENGTH, json_schema_extra={"pattern": VISIBLE_TEXT_PATTERN},
+        description="What to say to the agent: at least one character that is not white space.")
     conversation: str = Field(default=DEFAULT_CONVERSATION, min_length=1, max_length=100,
                               description="Your name for the conversation (one session per name, per person).")
 

@@ -10,7 +10,8 @@ or another tenant's data: anything unexpected is a 500 with a generic message (t
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, Final
 
 from fastapi import FastAPI, Request
@@ -18,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.identity.keys import InvalidTenantSlugError
@@ -113,6 +115,26 @@ def invalid_request(errors: Sequence[Mapping[str, Any]]) -> ApiError:
                     expected=(first.get("ctx") or {}).get("expected"))
 
 
+@contextmanager
+def fields_as_sent(**sent: str) -> Iterator[None]:
+    """Errors raised inside name the request's fields, not the repository's parameters.
+
+    A repository names what it was given (``user_id_scope``, ``target_agent_id``); a route that passes it a
+    request field under another name says so here (``fields_as_sent(user_id_scope="user_id")``), so the client
+    reads back the field it sent, as everywhere else."""
+    try:
+        yield
+    except (InvalidInputError, ConflictError) as error:
+        field = sent.get(error.field or "")
+        if field is None:
+            raise
+        message = str(error)
+        own = f"invalid {error.field} "
+        renamed = type(error)(f"invalid {field} {message[len(own):]}" if message.startswith(own) else message,
+                              field=field, value=error.value)
+        raise renamed from error
+
+
 def describe(error: BaseException) -> tuple[int, dict[str, Any]]:
     """``(status, body)`` for any exception, by the contract above."""
     if isinstance(error, ApiError):
@@ -146,6 +168,21 @@ def describe(error: BaseException) -> tuple[int, dict[str, Any]]:
     return 500, error_body("internal_error", "the request could not be completed")
 
 
+#: The methods a 405's ``Allow`` can name (what the API's routes use, and HEAD with GET).
+_METHODS: Final = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(request: Request) -> str:
+    """The ``Allow`` header of a 405: every method some route of the path takes.
+
+    The framework names only the methods of the first route whose path matched, while several routes may share a
+    path (``GET`` and ``POST /v1/agents``); HTTP requires all of them.  Each method is tried against the app's
+    routes as the router itself would match it (only on a 405, so the cost is the error's)."""
+    routes = request.app.router.routes
+    return ", ".join(method for method in _METHODS
+                     if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes))
+
+
 def install(app: FastAPI) -> None:
     """Route every error through :func:`describe`."""
 
@@ -168,7 +205,12 @@ def install(app: FastAPI) -> None:
                                            field="body", expected=f"a well-formed {expected}"), status_code=422)
         code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 403: "forbidden"}.get(
             error.status_code, "http_error")
-        return JSONResponse(error_body(code, str(error.detail)), status_code=error.status_code)
+        # The framework's headers stay: a 405 must say which methods the path has (``Allow``), a 401 how to
+        # authenticate (``WWW-Authenticate``).
+        headers = dict(error.headers or {})
+        if error.status_code == 405:
+            headers["Allow"] = allowed_methods(request) or headers.get("Allow", "")
+        return JSONResponse(error_body(code, str(error.detail)), status_code=error.status_code, headers=headers)
 
     app.add_exception_handler(RequestValidationError, handle_validation)
     app.add_exception_handler(StarletteHTTPException, handle_http)

@@ -7,8 +7,9 @@ An ASGI middleware (outermost, so nothing reads a byte it would refuse):
   The limit is the ``body_max_bytes`` setting (default :data:`BODY_MAX_BYTES`), for the vault's multipart
   upload :data:`UPLOAD_MAX_BYTES` (its files may total 50 MiB), and for the chat platforms' webhooks
   (``/v1/channels/…``, reached without an API key) the smaller :data:`WEBHOOK_MAX_BYTES`.
-* **JSON bodies**: one that is not UTF-8, or is nested deeper than the input policy allows, is 422 *before* it
-  is parsed (a parser recurses; thousands of levels would fail in it, or cost long).
+* **JSON bodies**: one that is not UTF-8, is nested deeper than the input policy allows, or has a number that is
+  not finite (``NaN``, ``Infinity``, ``1e400``: not JSON, though Python's reader takes them) is 422 *before*
+  the route parses it (a parser recurses; thousands of levels would fail in it, or cost long).
 * **The URL**: a NUL character in the path or in a query parameter is 422 naming it (PostgreSQL cannot store
   NUL, SQLite can: refusing it here keeps both engines equal and no driver error becomes a 500).
 
@@ -24,7 +25,7 @@ from typing import Any, Final
 from urllib.parse import parse_qsl
 
 from agentfy.gateway.errors import error_body
-from agentfy.store.inputs import JSON_MAX_DEPTH, json_text_too_deep
+from agentfy.store.inputs import JSON_MAX_DEPTH, json_text_too_deep, non_finite_number
 
 #: Any JSON request body: far above a real batch, far below what would hurt a server.
 BODY_MAX_BYTES: Final = 4 * 1024 * 1024
@@ -79,14 +80,18 @@ def _url_problem(scope: Scope) -> tuple[str, str] | None:
     return None
 
 
-def _json_body_problem(body: bytes) -> str | None:
-    """Why a JSON body cannot be read (not UTF-8, as JSON must be; nested too deep), or ``None``."""
+def _json_body_problem(body: bytes) -> tuple[str, str | None] | None:
+    """Why a JSON body cannot be read, and the offending value (not UTF-8, as JSON must be; nested too deep; a
+    number that is not finite), or ``None``."""
     try:
         body.decode("utf-8")
     except UnicodeDecodeError as error:
-        return f"the JSON body is not UTF-8 text (a bad byte at position {error.start})"
+        return f"the JSON body is not UTF-8 text (a bad byte at position {error.start})", None
     if json_text_too_deep(body, BODY_MAX_DEPTH):
-        return f"the JSON body is nested deeper than {BODY_MAX_DEPTH} levels"
+        return f"the JSON body is nested deeper than {BODY_MAX_DEPTH} levels", None
+    literal = non_finite_number(body)
+    if literal is not None:
+        return f"the JSON body has the number {literal[:40]}, which is not finite; expected finite numbers", literal
     return None
 
 
@@ -135,7 +140,8 @@ class InputLimits:
         if b"json" in headers.get(b"content-type", b""):
             unreadable = _json_body_problem(body)
             if unreadable is not None:
-                await _refuse(send, 422, "invalid_input", unreadable, field="body")
+                why, literal = unreadable
+                await _refuse(send, 422, "invalid_input", why, field="body", value=literal)
                 return
         replayed = False
 

@@ -65,7 +65,10 @@ def encode_cursor(secret: bytes, who: Principal, operation: str, key: Sequence[A
 def decode_cursor(secret: bytes, who: Principal, operation: str, cursor: str) -> list[Any]:
     """The key a cursor carries, or 422 ``invalid_cursor`` (forged, edited, another organization's or list's)."""
     body, _, mac = cursor.partition(".")
-    if not hmac.compare_digest(mac, _mac(secret, who, operation, body)):
+    # Bytes, not text: hmac.compare_digest refuses a str with a character outside ASCII (a TypeError, which
+    # would be a 500), and a cursor is whatever the caller sent.  surrogatepass: a lone surrogate is bytes too.
+    if not hmac.compare_digest(mac.encode("utf-8", "surrogatepass"),
+                               _mac(secret, who, operation, body).encode("ascii")):
         raise invalid_cursor()
     try:
         key = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))

@@ -9,13 +9,28 @@ is what lets the two sides be tested apart, and lets a new channel reuse every i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 from agentfy.identity import AgentKey
 from agentfy.identity.context import RequestContext
 from agentfy.identity.ids import OrgId
+
+#: A message has something to say: at least one character that is not white space as Python's ``str.isspace``
+#: knows it (which includes the separators U+001C-U+001F and U+0085, unlike a regular expression's ``\s``).  The
+#: characters are spelled out so the same text is the JSON schema's ``pattern`` of every message field and the
+#: runtime's check: an API client learns the rule from the document, and a channel's message obeys the same one.
+VISIBLE_TEXT_PATTERN: Final = (r"[^\u0009-\u000d\u001c-\u0020\u0085\u00a0\u1680\u2000-\u200a"
+                               r"\u2028\u2029\u202f\u205f\u3000]")
+_VISIBLE: Final = re.compile(VISIBLE_TEXT_PATTERN)
+EMPTY_TEXT_PROBLEM: Final = "the message text is empty; expected the words to send to the agent"
+
+
+def has_visible_text(text: str) -> bool:
+    """Whether ``text`` has something to say (see :data:`VISIBLE_TEXT_PATTERN`)."""
+    return _VISIBLE.search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)

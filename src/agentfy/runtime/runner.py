@@ -54,7 +54,7 @@ from agentfy.permissions.propagation import (
 from agentfy.runtime import conversation, prompting
 from agentfy.runtime.events import NoEvents, RunEvents, emit
 from agentfy.runtime.flush import DEFAULT_FLUSH_RATIO, flush
-from agentfy.runtime.inbound import Inbound, Reply
+from agentfy.runtime.inbound import EMPTY_TEXT_PROBLEM, Inbound, Reply, has_visible_text
 from agentfy.runtime.model import ChatMessage, ModelProvider, ModelRequest, ToolCall, estimate_tokens
 from agentfy.runtime.providers import ModelSettings, Providers
 from agentfy.runtime.toolbox import TOOLS, run_tool
@@ -147,8 +147,8 @@ class Runtime:
         if inbound.context.tenant_id != tenant:
             raise ValueError(f"the message's context has tenant {inbound.context.tenant_id!r}, not the message's "
                              f"tenant {tenant!r}; build it with the channel's constructor and tenant_id")
-        if not isinstance(inbound.text, str) or not inbound.text.strip():
-            raise ValueError("the message text is empty; expected the words to send to the agent")
+        if not isinstance(inbound.text, str) or not has_visible_text(inbound.text):
+            raise ValueError(EMPTY_TEXT_PROBLEM)
         limit = min(self.settings.text_max_length, MESSAGE_MAX_LENGTH)
         if len(inbound.text) > limit:
             raise ValueError(f"the message text is {len(inbound.text)} characters long; at most {limit} are allowed")

@@ -125,19 +125,63 @@ def json_text_too_deep(raw: bytes | str, max_depth: int) -> bool:
 
 def shown(value: object) -> object:
     """``value`` as an error may echo it: a string truncated to :data:`ECHO_MAX_CHARS` with every lone surrogate
-    escaped (so the error itself can always be encoded); numbers and booleans as they are; anything else
-    ``None``."""
+    escaped (so the error itself can always be encoded); numbers and booleans as they are, but for integers
+    beyond 64 bits and floats that are not finite (JSON cannot carry them); anything else ``None``."""
     if isinstance(value, str):
         text = value[:ECHO_MAX_CHARS] + ("…" if len(value) > ECHO_MAX_CHARS else "")
         return text.encode("utf-8", "backslashreplace").decode("utf-8") if _BAD_TEXT.search(text) else text
-    if isinstance(value, bool | int | float):
-        return value if not isinstance(value, int) or INT64_MIN <= value <= INT64_MAX else None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, bool | int):
+        return value if INT64_MIN <= value <= INT64_MAX else None
     return None
 
 
 def safe_text(value: str) -> str:
     """``value`` with lone surrogates escaped, for messages that quote input."""
     return value.encode("utf-8", "backslashreplace").decode("utf-8") if _BAD_TEXT.search(value) else value
+
+#: What could make a JSON number that is not finite: ``NaN``/``Infinity`` (which Python's reader accepts, though
+#: JSON has no such values), a three-digit exponent, or 309 digits in a row.  A cheap test that passes over
+#: nearly every real body; only a body it matches is parsed to find out.
+_MAYBE_NOT_FINITE: Final = re.compile(rb"NaN|Infinity|[eE][+]?[0-9]{3}|[0-9]{309}")
+
+
+class _NotFinite(ValueError):
+    def __init__(self, literal: str) -> None:
+        super().__init__(literal)
+        self.literal = literal
+
+
+def _reject_constant(literal: str) -> float:
+    raise _NotFinite(literal)
+
+
+def _finite_float(literal: str) -> float:
+    number = float(literal)
+    if not math.isfinite(number):
+        raise _NotFinite(literal)
+    return number
+
+
+def non_finite_number(raw: bytes | str) -> str | None:
+    """The first number of the JSON text ``raw`` that is not finite (``NaN``, ``Infinity``, ``1e400``), as
+    written, or ``None``.
+
+    JSON has no such numbers, but Python's reader turns them into floats that can be neither stored as JSON nor
+    sent back in an error: every reader of request JSON refuses them (422) before parsing.  Text that is not
+    JSON at all is left to the parser (``None``)."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if _MAYBE_NOT_FINITE.search(data) is None:
+        return None
+    try:
+        json.loads(data, parse_constant=_reject_constant, parse_float=_finite_float)
+    except _NotFinite as error:
+        return error.literal
+    except (ValueError, RecursionError):
+        return None
+    return None
+
 
 
 def _value_problem(value: object, *, max_length: int, allow_empty: bool) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from agentfy.gateway.app import Authenticated
+from agentfy.gateway.errors import fields_as_sent
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
@@ -45,7 +46,8 @@ def create_link(agent: AgentRef, body: LinkIn, call: Authenticated) -> LinkOut:
     with call.gateway.db.transaction() as tx:
         source = agent_in(tx, call.who, agent).id
         target = agent_in(tx, call.who, body.target, field="target").id
-        return link_out(links.create_link(tx, call.who.scope, source, target, kind=body.kind))
+        with fields_as_sent(target_agent_id="target"):
+            return link_out(links.create_link(tx, call.who.scope, source, target, kind=body.kind))
 
 
 @router.get("/agents/{agent}/links", operation_id="links.list", response_model=Page[LinkOut])

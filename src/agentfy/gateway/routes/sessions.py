@@ -16,6 +16,7 @@ from fastapi import APIRouter, Path, Query
 from agentfy.events.consolidation.episodic import publish_session_completed
 from agentfy.gateway.app import Authenticated
 from agentfy.gateway.auth import Principal
+from agentfy.gateway.errors import fields_as_sent
 from agentfy.gateway.pages import Cursor, Limit, Page, decode_cursor, encode_cursor, invalid_cursor
 from agentfy.gateway.resolve import agent_in
 from agentfy.gateway.routes.schemas_data import (
@@ -66,7 +67,8 @@ def open_session(body: SessionIn, call: Authenticated) -> SessionOut:
     require_scope(call.who, "sessions.open", scope)
     with call.gateway.db.transaction() as tx:
         agent_id = agent_in(tx, call.who, body.agent).id
-        session = sessions.open_session(tx, call.who.scope, body.session_key, agent_id, scope)
+        with fields_as_sent(user_id_scope="user_id"):
+            session = sessions.open_session(tx, call.who.scope, body.session_key, agent_id, scope)
     return session_out(session)
 
 

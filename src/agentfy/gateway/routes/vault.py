@@ -170,8 +170,9 @@ def list_documents(agent: AgentRef, call: Authenticated,
 
 
 @router.get("/vault/documents/{document_id}", operation_id="vault.download", response_class=Response,
-            responses={200: {"description": "The file's bytes, with its stored content type.",
-                             "content": {"application/octet-stream": {}}}})
+            responses={200: {"description": "The file's bytes, sent with the content type it was uploaded with "
+                                            f"({DEFAULT_CONTENT_TYPE} when the upload named none): any media type.",
+                             "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}}})
 def download_document(document_id: DocumentId, call: Authenticated) -> Response:
     """A document's bytes with its content type (as an attachment). Another organization's and a missing
     document: the same 404."""

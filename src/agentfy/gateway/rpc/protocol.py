@@ -16,7 +16,7 @@ from typing import Any, Final, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from agentfy.gateway.errors import ApiError, describe, invalid_request
-from agentfy.store.inputs import JSON_MAX_DEPTH, json_text_too_deep
+from agentfy.store.inputs import JSON_MAX_DEPTH, json_text_too_deep, non_finite_number
 
 MAX_MESSAGE_CHARS: Final = 64 * 1024
 #: The most bytes a WebSocket frame may carry; the server refuses a larger one (close 1009) before reading it.
@@ -62,6 +62,10 @@ def parse_request(text: str | bytes | None) -> Request:
         raise MalformedRequest(f"the message is {len(text)} characters; at most {MAX_MESSAGE_CHARS} are allowed")
     if json_text_too_deep(text, MAX_MESSAGE_DEPTH):
         raise MalformedRequest(f"the message is nested deeper than {MAX_MESSAGE_DEPTH} levels")
+    literal = non_finite_number(text)
+    if literal is not None:
+        raise MalformedRequest(f"the message has the number {literal[:40]}, which is not finite; expected finite "
+                               "numbers")
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
