@@ -4,6 +4,13 @@ Storage tests take the ``db`` fixture, which runs each test once on SQLite and o
 PostgreSQL tests create their own database on the server at ``$AGENTFY_TEST_PG_URL`` (default
 ``postgresql://postgres@127.0.0.1:5432/postgres``) and drop it at the end.  Without a server they are
 skipped with the reason, except under ``CI=true``, where a missing server is an error: CI must run them.
+
+Property tests are deterministic: the ``deterministic`` hypothesis profile, loaded here for every test module
+before any is imported, seeds each test's data from the test's own code (``derandomize``), so a run draws the
+same examples as the last one with the same code and a failure seen once is seen again.  No example database
+either: what a run tries depends on the code alone, never on what an earlier run on this machine happened to
+find.  Exploring with fresh randomness is ``make fuzz``'s job, or ``pytest --hypothesis-profile=explore``
+(random seeds, the failures it finds kept in ``.hypothesis/`` and tried first on the next run).
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ from pathlib import Path
 import psycopg
 import pytest
 import sqlalchemy as sa
+from hypothesis import HealthCheck, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 from psycopg import sql
 
 from agentfy.store.db import Database
@@ -25,6 +34,20 @@ from agentfy.store.schema import metadata
 
 PG_ADMIN_URL = os.environ.get("AGENTFY_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+#: ``make test`` and CI: the same examples on every run with the same code.  No deadline: on a loaded 2-core
+#: machine a slow example is the machine, not the code, and a deadline would make the result depend on load.
+#: ``print_blob``: a failure prints the ``@reproduce_failure`` line that replays it exactly.
+#: ``too_slow`` is a timing health check, so it is off for the same reason as the deadline.
+settings.register_profile("deterministic", derandomize=True, database=None, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+#: Opt-in exploration (``pytest --hypothesis-profile=explore``): fresh randomness each run, failures saved in
+#: the git-ignored ``.hypothesis/`` directory and replayed first next time.
+settings.register_profile("explore", derandomize=False, deadline=None, print_blob=True,
+                          database=DirectoryBasedExampleDatabase(Path(__file__).resolve().parents[1] / ".hypothesis"
+                                                                 / "examples"),
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("deterministic")
 
 
 def _pg_available() -> str | None:

@@ -112,7 +112,8 @@ _REFERENCES = st.one_of(
     st.from_regex(r"(agent-)?[a-z0-9]{1,8}(-[a-z0-9]{1,8}){0,4}", fullmatch=True), st.text(max_size=40))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(value=_REFERENCES)
 def test_resolve_decides_every_value_as_the_id_and_key_rules_do(db: Database, value: str) -> None:
     """Whatever resolve_agent checks first for speed, its answer is the rules': an agent ID (canonical or
