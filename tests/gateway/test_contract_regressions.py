@@ -245,3 +245,17 @@ def test_a_self_link_names_target(client: TestClient, acme: Tenant, world: dict[
     error = assert_error(answer, 422, "invalid_input", "target")
     assert "target_agent_id" not in error["message"]
     assert client.get(f"/v1/agents/{world['agent']}/links", headers=acme.headers()).json()["items"] == []
+
+
+@pytest.mark.parametrize("field", ["file", "files"])
+def test_a_file_sent_as_a_text_part_is_refused_in_the_projects_words(client: TestClient, acme: Tenant,
+                                                                      world: dict[str, str], field: str) -> None:
+    path_field = "path" if field == "file" else "paths"
+    body = (f'--xx\r\nContent-Disposition: form-data; name="agent_id"\r\n\r\nbot\r\n'
+            f'--xx\r\nContent-Disposition: form-data; name="{path_field}"\r\n\r\na.txt\r\n'
+            f'--xx\r\nContent-Disposition: form-data; name="{field}"\r\n\r\nhello\r\n--xx--\r\n').encode()
+    answer = client.post("/v1/vault/documents", content=body, headers={
+        **acme.headers(), "content-type": "multipart/form-data; boundary=xx"})
+    error = assert_error(answer, 422, "invalid_input")
+    assert error["field"] in ("file", "files[0]") and "must be a file part" in error["message"], error
+    assert client.get(f"/v1/agents/{world['agent']}/vault", headers=acme.headers()).json()["items"] == []
