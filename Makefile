@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test test-fast lint typecheck pytest pytest-fast browser constraints bench bench-cutover bench-changefeed bench-instructions clean
+.PHONY: run test test-fast lint typecheck pytest pytest-fast fuzz browser constraints bench bench-cutover bench-changefeed bench-instructions clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,16 @@ pytest-fast: $(VENV)/.installed-dev
 	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not slow"
 
 test-fast: lint typecheck pytest-fast
+
+# Opt-in exploration, never part of `make test`: Schemathesis with fresh random data and every check against a
+# live `agentfy serve` on its own database (a SQLite file, or a PostgreSQL database created on
+# $$AGENTFY_TEST_PG_URL and dropped), two organizations seeded, for SECONDS.  Fails on any failure; the summary
+# gives the seed that replays the run (SEED=...) and the reports directory under var/fuzz/.
+SECONDS ?= 300
+ENGINE  ?= sqlite
+fuzz: $(VENV)/.installed-dev
+	$(BIN)/python -m tests.fuzz --seconds $(SECONDS) --engine $(ENGINE) $(if $(SEED),--seed $(SEED),) \
+		$(if $(WORKERS),--workers $(WORKERS),)
 
 # Newest versions pyproject.toml allows, installed into a throw-away environment and pinned, transitive
 # dependencies included. Run it to take updates (then `make test`), and commit constraints.txt with the result.
