@@ -23,10 +23,12 @@ exploration against a live server is ``make fuzz``.
 
 from __future__ import annotations
 
+import base64
 import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from random import Random
 from typing import Any
 
@@ -43,11 +45,12 @@ from starlette.testclient import TestClient
 from agentfy.gateway.app import create_app
 from agentfy.identity import Scope
 from agentfy.ids import format_id
+from agentfy.settings import load_settings
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, orgs
 from tests.gateway.contract_rules import positive_data_acceptance
 
-MAX_EXAMPLES = 6
+MAX_EXAMPLES = 4
 CROSS_TENANT_EXAMPLES = 2
 STATEFUL_EXAMPLES = 12
 STATEFUL_STEPS = 8
@@ -94,9 +97,11 @@ def _organization(db: Database, slug: str) -> Organization:
 
 
 @pytest.fixture
-def api(db: Database) -> Api:
+def api(db: Database, tmp_path: Path) -> Api:
     a, b = _organization(db, "acme"), _organization(db, "globex")
-    app = create_app(db, signing_secret=b"s" * 32)
+    # A credentials key, as every server database needs one to store bot tokens (SQLite would make its own).
+    configuration = load_settings({"credentials_key": base64.b64encode(b"k" * 32).decode()})
+    app = create_app(db, signing_secret=b"s" * 32, settings=configuration, workspace_root=tmp_path / "workspaces")
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     # Schemathesis's own generation settings, for whatever of it does not go through the @given below: no
     # randomness of its own, no example database.  The owner key is sent with every request, so the bearer
