@@ -61,8 +61,7 @@ SCHEMA_INEXPRESSIBLE = (
                   "a JSON object field is bounded in depth and stored size (no keyword exists), and its nested keys, "
                   "strings and integers follow the string and integer rules at any depth (a recursive schema for "
                   "every document); the description states them"),
-    Inexpressible(("vault.upload",), "invalid_input", r"paths|files",
-                  r"paths without files.*|\d+ files but \d+ paths.*",
+    Inexpressible(("vault.upload",), "invalid_input", r"paths", r"\d+ files but \d+ paths.*",
                   "as many paths parts as files parts, in order: a count relation between two multipart fields"),
     Inexpressible(("vault.upload",), "payload_too_large", r"(file|files\[\d+\])", r".*",
                   "a multipart part's size (10 MiB a file, 50 MiB a request) is not a schema value"),
