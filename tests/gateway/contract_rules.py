@@ -65,6 +65,9 @@ SCHEMA_INEXPRESSIBLE = (
                   "as many paths parts as files parts, in order: a count relation between two multipart fields"),
     Inexpressible(("vault.upload",), "payload_too_large", r"(file|files\[\d+\])", r".*",
                   "a multipart part's size (10 MiB a file, 50 MiB a request) is not a schema value"),
+    Inexpressible(("vault.upload",), "invalid_input", r"(file|files\[\d+\])", r".* must be a file part: .*",
+                  "a file is a form-data part with a filename; a part without one is text: the filename is the "
+                  "part's Content-Disposition header, which the form's schema (its values) cannot require"),
     Inexpressible(("vault.upload",), "invalid_input", r"(file|files\[\d+\])", r"invalid content type of .*",
                   "a part's content type is a part header, not a form value"),
     Inexpressible(("memory.documents.upsert",), "invalid_input", r"documents\[\d+\]\.path", r".*",
