@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, NewType, TypeVar, overload
 
-from agentfy.ids import explain_id, is_id
+from agentfy.ids import CANONICAL, explain_id, is_id
 
 OrgId = NewType("OrgId", str)
 OrgMemberId = NewType("OrgMemberId", str)
@@ -62,7 +62,7 @@ class InvalidIdError(ValueError):
         self.value = value
         self.prefix = prefix
         self.field = field or f"{prefix}_id"
-        self.expected = f"{prefix}-<adjective>-<noun>-<12 Crockford base32> (or an Agentfy legacy ID)"
+        self.expected = f"{CANONICAL.described_for(prefix)} (or an Agentfy legacy ID)"
         self.problems = explain_id(value, prefix).problems
         shown = value if isinstance(value, str) else type(value).__name__
         super().__init__(f"invalid {self.field} {shown!r}: expected {self.expected}; "

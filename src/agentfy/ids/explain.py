@@ -17,7 +17,7 @@ from agentfy.ids.registry import ID_PREFIXES, MODEL_BY_PREFIX, RENAMED_PREFIXES
 from agentfy.ids.validate import PrefixArg, allowed_prefixes, id_format_of, is_id
 from agentfy.ids.words import ADJECTIVES, NOUNS, VERBS
 
-EXPECTED_SHAPE = f"<prefix>-<adjective>-<noun>-<{ID_SUFFIX_LENGTH} Crockford base32>"
+EXPECTED_SHAPE = CANONICAL.description
 
 
 @dataclass(frozen=True)
