@@ -181,11 +181,11 @@ def _three_words_20_crockford(name: str, description: str) -> WordsFormat:
 
 AGENTFY_WORDS_LEGACY: Final = _three_words_20_crockford(
     "agentfy-legacy-words",
-    "<prefix>-<adjective>-<noun>-<verb>-<20 Crockford base32> (dev rows after AGNT2-535/537)",
+    "<prefix>-<adjective>-<noun>-<verb>-<20 Crockford base32> (development rows minted before the canonical format)",
 )
 AGENTFY_UUID_LEGACY: Final = UuidFormat(
     name="agentfy-legacy-uuid",
-    description="bare lower-case UUID (rows the AGNT2-535 cutover still has to translate)",
+    description="bare lower-case UUID (rows from before the canonical format, until the ID cutover translates them)",
 )
 
 #: Agentfy's earlier formats: accepted for IDs already issued, never minted.
