@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentfy.agents.router import Router, canonical_key, resolve_agent_id, resolve_agent_id_cached
+from agentfy.agents.router import Router, canonical_key
 from agentfy.identity import InvalidIdError, Scope
 from agentfy.identity.context import MissingTenantError, RequestContext
 from agentfy.store.db import Database
@@ -70,8 +70,7 @@ def test_id_first_then_key_also_makes_one_entry(db: Database, router: Router, st
 
 def test_no_tenant_in_context_is_an_error_never_a_bare_key_lookup(router: Router, store_calls: list[str]) -> None:
     for call in (lambda: router.get(RequestContext(), "bot"), lambda: router.get_cached(RequestContext(), "bot"),
-                 lambda: router.is_running(RequestContext(), "bot"),
-                 lambda: resolve_agent_id(router.db, RequestContext(), "bot")):
+                 lambda: router.is_running(RequestContext(), "bot")):
         with pytest.raises(MissingTenantError, match="needs a tenant"):
             call()
     assert store_calls == []
@@ -258,19 +257,20 @@ def test_is_running_is_tenant_scoped(db: Database, router: Router) -> None:
     assert loop.id() == "bot"
 
 
-def test_resolvers_accept_id_or_key_and_refuse_other_entities(db: Database, router: Router,
+def test_look_ups_accept_id_or_key_and_refuse_other_entities(db: Database, router: Router,
                                                             store_calls: list[str]) -> None:
     acme = new_tenant(db, "acme")
     bot = new_agent(db, acme, "bot")
     for value in (bot.id, "bot"):
-        assert resolve_agent_id(db, ctx(acme), value) == bot.id
-        assert resolve_agent_id_cached(router, ctx(acme), value) == bot.id
+        with db.transaction(write=False) as tx:
+            assert agents.resolve_agent(tx, acme, value).id == bot.id
+        assert router.get(ctx(acme), value).agent.id == bot.id
     calls_before = len(store_calls)
     for _ in range(3):
-        assert resolve_agent_id_cached(router, ctx(acme), bot.id) == bot.id
+        assert router.get(ctx(acme), bot.id).agent.id == bot.id
     assert len(store_calls) == calls_before  # the hot path stays in the cache
     with pytest.raises(InvalidIdError):
-        resolve_agent_id_cached(router, ctx(acme), "team-calm-rivers-k8m4p2d7n9x3")
+        router.get(ctx(acme), "team-calm-rivers-k8m4p2d7n9x3")
 
 
 def test_concurrent_first_loads_keep_one_loop_per_agent(db: Database, router: Router) -> None:

@@ -17,6 +17,7 @@ from agentfy.store.repos.credentials import (
     CredentialCipher,
     CredentialDecryptionError,
     CredentialKeyError,
+    decode_key,
     load_or_create_key_file,
 )
 from tests.store.helpers import count, new_tenant
@@ -108,17 +109,15 @@ def test_another_tenants_credential_is_not_found(db: Database, cipher: Credentia
     assert count(db, "org_credentials") == 2
 
 
-def test_key_from_env() -> None:
+def test_key_from_base64_text() -> None:
     encoded = base64.b64encode(KEY).decode()
-    cipher = CredentialCipher.from_env({"AGENTFY_CREDENTIALS_KEY": encoded})
+    cipher = CredentialCipher(decode_key(encoded, "$AGENTFY_CREDENTIALS_KEY"))
     assert CredentialCipher(KEY).decrypt("o", *cipher.encrypt("o", b"s")) == b"s"
     assert "key hidden" in repr(cipher) and encoded not in repr(cipher)
-    with pytest.raises(CredentialKeyError, match="AGENTFY_CREDENTIALS_KEY is not set"):
-        CredentialCipher.from_env({})
     with pytest.raises(CredentialKeyError, match="not valid base64"):
-        CredentialCipher.from_env({"AGENTFY_CREDENTIALS_KEY": "not base64!"})
+        decode_key("not base64!", "$AGENTFY_CREDENTIALS_KEY")
     with pytest.raises(CredentialKeyError, match="decodes to 16 bytes"):
-        CredentialCipher.from_env({"AGENTFY_CREDENTIALS_KEY": base64.b64encode(bytes(16)).decode()})
+        decode_key(base64.b64encode(bytes(16)).decode(), "$AGENTFY_CREDENTIALS_KEY")
     with pytest.raises(CredentialKeyError, match="must be 32 bytes"):
         CredentialCipher(b"short")
 

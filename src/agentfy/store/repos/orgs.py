@@ -128,10 +128,6 @@ def create_organization(tx: Tx, *, slug: str, name: str, settings: dict[str, Any
     return Organization(OrgId(org_id), values["slug"], values["name"], None, settings or {}, values["created_at"])
 
 
-def platform_organization_exists(tx: Tx) -> bool:
-    return tx.one(_ORG_BY_ID, {"id": PLATFORM_ORG_ID}) is not None
-
-
 def ensure_platform_organization(tx: Tx) -> tuple[Organization, bool]:
     """The platform organization ``org-silver-days-zxy8s9bpp6hp``, created if missing; ``(org, created)``."""
     row = tx.one(_ORG_BY_ID, {"id": PLATFORM_ORG_ID})
