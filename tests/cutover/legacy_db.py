@@ -195,7 +195,7 @@ class _Ids:
 
     def of(self, prefix: str, style: RowStyle) -> str:
         """A legacy ID of entity ``prefix`` in ``style``: a UUID, or the canonical form with the retired
-        organization prefix where there is one (the tail as AGNT2-537 minted it)."""
+        organization prefix where there is one (the tail as it was minted before the canonical format)."""
         if style == "uuid":
             return self.uuid()
         minted = format_id(prefix, self._rng.randbytes)
