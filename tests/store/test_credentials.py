@@ -20,7 +20,8 @@ from agentfy.store.repos.credentials import (
     decode_key,
     load_or_create_key_file,
 )
-from tests.store.helpers import count, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count
 
 KEY = bytes(range(32))
 
@@ -39,7 +40,7 @@ def _stored(db: Database, org_id: str, name: str) -> tuple[bytes, bytes]:
 
 
 def test_put_get_list_replace_delete(db: Database, cipher: CredentialCipher) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         first = credentials.put_credential(tx, acme, cipher, "openai", b"sk-first")
         credentials.put_credential(tx, acme, cipher, "anthropic", b"sk-ant")
@@ -66,7 +67,7 @@ def test_every_encryption_uses_a_fresh_nonce(cipher: CredentialCipher) -> None:
 
 
 def test_a_ciphertext_copied_to_another_organization_does_not_decrypt(db: Database, cipher: CredentialCipher) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     with db.transaction() as tx:
         credentials.put_credential(tx, acme, cipher, "openai", b"acme's secret")
         credentials.put_credential(tx, globex, cipher, "openai", b"globex's secret")
@@ -81,7 +82,7 @@ def test_a_ciphertext_copied_to_another_organization_does_not_decrypt(db: Databa
 
 
 def test_a_wrong_key_or_a_tampered_ciphertext_raises_never_garbage(db: Database, cipher: CredentialCipher) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         credentials.put_credential(tx, acme, cipher, "token", b"secret")
     with db.transaction() as tx, pytest.raises(CredentialDecryptionError):
@@ -94,7 +95,7 @@ def test_a_wrong_key_or_a_tampered_ciphertext_raises_never_garbage(db: Database,
 
 
 def test_another_tenants_credential_is_not_found(db: Database, cipher: CredentialCipher) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     with db.transaction() as tx:
         credentials.put_credential(tx, globex, cipher, "openai", b"theirs")
     with db.transaction() as tx:
