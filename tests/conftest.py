@@ -15,25 +15,17 @@ find.  Exploring with fresh randomness is ``make fuzz``'s job, or ``pytest --hyp
 
 from __future__ import annotations
 
-import os
 import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
-import sqlalchemy as sa
 from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
-from psycopg import sql
 
 from agentfy.store.db import Database
 from agentfy.store.migrate import upgrade
-from agentfy.store.schema import metadata
-
-PG_ADMIN_URL = os.environ.get("AGENTFY_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+from tests.helpers.databases import IN_CI, PG_ADMIN_URL, PgDatabases, pg_problem, truncate_all
 
 #: ``make test`` and CI: the same examples on every run with the same code.  No deadline: on a loaded 2-core
 #: machine a slow example is the machine, not the code, and a deadline would make the result depend on load.
@@ -50,52 +42,15 @@ settings.register_profile("explore", derandomize=False, deadline=None, print_blo
 settings.load_profile("deterministic")
 
 
-def _pg_available() -> str | None:
-    try:
-        with psycopg.connect(PG_ADMIN_URL, connect_timeout=3):
-            return None
-    except psycopg.Error as error:
-        return f"PostgreSQL at {PG_ADMIN_URL} is not reachable ({type(error).__name__}: {str(error).strip()})"
-
-
 @pytest.fixture(scope="session")
 def pg_server() -> str:
     """The admin URL of a reachable PostgreSQL server (skip locally without one; fail in CI)."""
-    problem = _pg_available()
+    problem = pg_problem()
     if problem:
         if IN_CI:
             pytest.fail(f"{problem}; under CI=true the PostgreSQL tests must run")
         pytest.skip(problem)
     return PG_ADMIN_URL
-
-
-class PgDatabases:
-    """Creates and drops databases on the test server."""
-
-    def __init__(self, admin_url: str) -> None:
-        self.admin_url = admin_url
-        self.created: list[str] = []
-
-    def url(self, name: str) -> str:
-        base = sa.engine.make_url(self.admin_url).set(drivername="postgresql+psycopg", database=name)
-        return base.render_as_string(hide_password=False)
-
-    def create(self, prefix: str = "agentfy_test") -> str:
-        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        self.created.append(name)
-        return name
-
-    def drop(self, name: str) -> None:
-        with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        if name in self.created:
-            self.created.remove(name)
-
-    def drop_all(self) -> None:
-        for name in list(self.created):
-            self.drop(name)
 
 
 @pytest.fixture(scope="session")
@@ -127,21 +82,6 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _truncate_all(url: str) -> None:
-    """Empty every table of the schema and restart its sequences, as ``TRUNCATE … RESTART IDENTITY`` would.
-
-    ``DELETE`` in reverse dependency order, not ``TRUNCATE``: on the few rows a test leaves, ``TRUNCATE`` costs
-    ~170 ms (it makes new files for every table and index) against ~25 ms, and it runs before every storage
-    test on PostgreSQL."""
-    conninfo = sa.engine.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
-        for table in reversed(metadata.sorted_tables):
-            conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(table.name)))
-        sequences = conn.execute("SELECT sequencename FROM pg_sequences WHERE schemaname = current_schema()")
-        for (sequence,) in sequences.fetchall():
-            conn.execute(sql.SQL("ALTER SEQUENCE {} RESTART").format(sql.Identifier(sequence)))
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A migrated, empty database URL on each engine."""
@@ -151,7 +91,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         shutil.copyfile(template, target)
         return f"sqlite:///{target}"
     url: str = request.getfixturevalue("pg_migrated_url")
-    _truncate_all(url)
+    truncate_all(url)
     return url
 
 
@@ -176,7 +116,7 @@ def sqlite_db(sqlite_template: Path, tmp_path: Path) -> Iterator[Database]:
 def pg_db(pg_migrated_url: str) -> Iterator[Database]:
     """A migrated, empty PostgreSQL database, for what only PostgreSQL has (the change feed's listening
     connection, advisory locks, killed backends)."""
-    _truncate_all(pg_migrated_url)
+    truncate_all(pg_migrated_url)
     database = Database(pg_migrated_url)
     yield database
     database.dispose()

@@ -41,6 +41,7 @@ from agentfy.events import admin
 from agentfy.events.settings import default_settings
 from agentfy.gateway.bootstrap import refuse_a_legacy_database
 from agentfy.ids import (
+    CANONICAL,
     ID_ENTITIES,
     PRODUCTS,
     explain_id,
@@ -72,7 +73,7 @@ app = typer.Typer(
     add_completion=False,
 )
 id_app = typer.Typer(
-    help="Mint, check and explain IDs of the form <prefix>-<adjective>-<noun>-<12 Crockford base32>.",
+    help=f"Mint, check and explain IDs of the form {CANONICAL.description}.",
     no_args_is_help=True,
 )
 app.add_typer(id_app, name="id")

@@ -7,13 +7,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentfy.agents.router import Router, canonical_key, resolve_agent_id, resolve_agent_id_cached
+from agentfy.agents.router import Router, canonical_key
 from agentfy.identity import InvalidIdError, Scope
 from agentfy.identity.context import MissingTenantError, RequestContext
 from agentfy.store.db import Database
 from agentfy.store.errors import NotFoundError
 from agentfy.store.repos import agents, orgs
-from tests.store.helpers import new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import new_agent
 
 
 class Clock:
@@ -49,7 +50,7 @@ def ctx(scope: Scope) -> RequestContext:
 
 def test_key_and_id_share_one_entry_and_id_callers_hit_the_cache(db: Database, router: Router,
                                                                    store_calls: list[str]) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     by_key = router.get(ctx(acme), "bot")
     by_id = router.get(ctx(acme), bot.id)
@@ -61,7 +62,7 @@ def test_key_and_id_share_one_entry_and_id_callers_hit_the_cache(db: Database, r
 
 
 def test_id_first_then_key_also_makes_one_entry(db: Database, router: Router, store_calls: list[str]) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     assert router.get(ctx(acme), bot.id) is router.get(ctx(acme), "bot")
     assert store_calls == [bot.id] and len(router) == 1
@@ -70,22 +71,21 @@ def test_id_first_then_key_also_makes_one_entry(db: Database, router: Router, st
 
 def test_no_tenant_in_context_is_an_error_never_a_bare_key_lookup(router: Router, store_calls: list[str]) -> None:
     for call in (lambda: router.get(RequestContext(), "bot"), lambda: router.get_cached(RequestContext(), "bot"),
-                 lambda: router.is_running(RequestContext(), "bot"),
-                 lambda: resolve_agent_id(router.db, RequestContext(), "bot")):
+                 lambda: router.is_running(RequestContext(), "bot")):
         with pytest.raises(MissingTenantError, match="needs a tenant"):
             call()
     assert store_calls == []
 
 
 def test_same_key_in_two_tenants_are_two_loops(db: Database, router: Router) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     a, g = new_agent(db, acme, "tieu-ho"), new_agent(db, globex, "tieu-ho")
     loop_a, loop_g = router.get(ctx(acme), "tieu-ho"), router.get(ctx(globex), "tieu-ho")
     assert loop_a is not loop_g and (loop_a.agent.id, loop_g.agent.id) == (a.id, g.id)
 
 
 def test_another_tenants_id_is_not_served_from_the_cache(db: Database, router: Router) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     theirs = new_agent(db, globex, "secret")
     router.get(ctx(globex), theirs.id)  # cached for globex
     assert router.get_cached(ctx(acme), theirs.id) is None
@@ -94,7 +94,7 @@ def test_another_tenants_id_is_not_served_from_the_cache(db: Database, router: R
 
 
 def test_invalidation_is_an_exact_match_on_the_whole_canonical_key(db: Database, router: Router) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     for key in ("bot", "robot", "my-bot", "bot-2"):
         new_agent(db, acme, key)
         router.get(ctx(acme), key)
@@ -109,7 +109,7 @@ def test_invalidation_is_an_exact_match_on_the_whole_canonical_key(db: Database,
 
 
 def test_invalidate_tenant_drops_only_that_tenant(db: Database, router: Router) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     for scope in (acme, globex):
         for key in ("a", "b"):
             new_agent(db, scope, key)
@@ -119,7 +119,7 @@ def test_invalidate_tenant_drops_only_that_tenant(db: Database, router: Router) 
 
 
 def test_rename_update_archive_and_delete_through_the_store_invalidate(db: Database, router: Router) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     router.get(ctx(acme), "bot")
     with db.transaction() as tx:
@@ -145,7 +145,7 @@ def test_rename_update_archive_and_delete_through_the_store_invalidate(db: Datab
 
 
 def test_a_rolled_back_rename_only_costs_a_reload(db: Database, router: Router) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     router.get(ctx(acme), "bot")
     with pytest.raises(RuntimeError), db.transaction() as tx:
@@ -157,7 +157,7 @@ def test_a_rolled_back_rename_only_costs_a_reload(db: Database, router: Router) 
 def test_entries_expire_after_the_ttl_but_the_loop_is_kept(db: Database, store_calls: list[str]) -> None:
     clock = Clock()
     router = Router(db, ttl=10, clock=clock)
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     new_agent(db, acme, "bot")
     first = router.get(ctx(acme), "bot")
     clock.now += 9.9
@@ -171,7 +171,7 @@ def test_entries_expire_after_the_ttl_but_the_loop_is_kept(db: Database, store_c
 def test_run_state_survives_expiry_rename_update_and_a_flush(db: Database) -> None:
     clock = Clock()
     router = Router(db, ttl=10, clock=clock)
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     loop = router.get(ctx(acme), "bot")
     with loop.run():
@@ -191,7 +191,7 @@ def test_run_state_survives_expiry_rename_update_and_a_flush(db: Database) -> No
 
 
 def test_deleting_an_organization_drops_its_agents_and_loops(db: Database, router: Router) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     new_agent(db, acme, "bot")
     new_agent(db, globex, "bot")
     held = router.get(ctx(acme), "bot")
@@ -214,7 +214,7 @@ def test_invalidating_with_something_that_is_not_a_tenant_id_raises(router: Rout
 
 def test_a_load_that_raced_with_a_change_is_returned_but_not_cached(db: Database, router: Router,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     real = agents.resolve_agent
 
@@ -233,7 +233,7 @@ def test_a_load_that_raced_with_a_change_is_returned_but_not_cached(db: Database
 
 
 def test_nothing_is_cached_while_the_feed_cannot_tell_us_about_changes(db: Database, router: Router) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     new_agent(db, acme, "bot")
     db.changes.lost("test: the listening connection is down")
     try:
@@ -246,7 +246,7 @@ def test_nothing_is_cached_while_the_feed_cannot_tell_us_about_changes(db: Datab
 
 
 def test_is_running_is_tenant_scoped(db: Database, router: Router) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     new_agent(db, acme, "bot")
     new_agent(db, globex, "bot")
     loop = router.get(ctx(acme), "bot")
@@ -258,23 +258,24 @@ def test_is_running_is_tenant_scoped(db: Database, router: Router) -> None:
     assert loop.id() == "bot"
 
 
-def test_resolvers_accept_id_or_key_and_refuse_other_entities(db: Database, router: Router,
+def test_look_ups_accept_id_or_key_and_refuse_other_entities(db: Database, router: Router,
                                                             store_calls: list[str]) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     for value in (bot.id, "bot"):
-        assert resolve_agent_id(db, ctx(acme), value) == bot.id
-        assert resolve_agent_id_cached(router, ctx(acme), value) == bot.id
+        with db.transaction(write=False) as tx:
+            assert agents.resolve_agent(tx, acme, value).id == bot.id
+        assert router.get(ctx(acme), value).agent.id == bot.id
     calls_before = len(store_calls)
     for _ in range(3):
-        assert resolve_agent_id_cached(router, ctx(acme), bot.id) == bot.id
+        assert router.get(ctx(acme), bot.id).agent.id == bot.id
     assert len(store_calls) == calls_before  # the hot path stays in the cache
     with pytest.raises(InvalidIdError):
-        resolve_agent_id_cached(router, ctx(acme), "team-calm-rivers-k8m4p2d7n9x3")
+        router.get(ctx(acme), "team-calm-rivers-k8m4p2d7n9x3")
 
 
 def test_concurrent_first_loads_keep_one_loop_per_agent(db: Database, router: Router) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     loops: list[object] = []
     start = threading.Barrier(8)

@@ -15,8 +15,8 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from agentfy.store.db import Database
 from agentfy.store.repos import agents
-from tests.channels.conftest import DISCORD_API, Gateway
-from tests.gateway.conftest import Tenant
+from tests.channels.helpers import DISCORD_API, Gateway
+from tests.helpers.tenants import Tenant
 
 APP = "112233445566778899"
 GUILD, CHANNEL, SENDER = "223344556677889900", "334455667788990011", "445566778899001122"

@@ -20,14 +20,15 @@ from agentfy.channels.state import ChannelState
 from agentfy.events.consolidation import handlers
 from agentfy.events.worker import Worker
 from agentfy.identity import parse_agent_key
+from agentfy.identity.roles import ROLES
 from agentfy.permissions.channels import telegram_context
 from agentfy.runtime.inbound import Inbound
 from agentfy.store import schema
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, audit, memory, permissions, sessions
 from agentfy.store.repos.credentials import CredentialCipher
-from tests.channels.conftest import TELEGRAM_API, FakePlatforms
-from tests.gateway.conftest import Tenant, make_tenant
+from tests.channels.helpers import TELEGRAM_API, FakePlatforms
+from tests.helpers.tenants import Tenant, make_tenant
 
 GROUP_CHAT = -1001234567890
 SCOPE = f"group:telegram:{GROUP_CHAT}"
@@ -90,7 +91,7 @@ def live(db: Database, tmp_path: Path) -> Iterator[Live]:
 
 @pytest.fixture
 def acme(db: Database) -> Tenant:
-    tenant = make_tenant(db, "acme")
+    tenant = make_tenant(db, "acme", keys=ROLES)
     with db.transaction() as tx:
         agents.create_agent(tx, tenant.scope, agent_key="support")
     return tenant
@@ -98,7 +99,7 @@ def acme(db: Database) -> Tenant:
 
 @pytest.fixture
 def globex(db: Database) -> Tenant:
-    tenant = make_tenant(db, "globex")
+    tenant = make_tenant(db, "globex", keys=ROLES)
     with db.transaction() as tx:
         agents.create_agent(tx, tenant.scope, agent_key="support")  # the same key, another tenant
     return tenant

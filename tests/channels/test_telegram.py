@@ -14,8 +14,8 @@ from agentfy.identity import Scope
 from agentfy.settings import SettingsError, load_settings
 from agentfy.store.db import Database
 from agentfy.store.repos import agents
-from tests.channels.conftest import TELEGRAM_API, Gateway
-from tests.gateway.conftest import Tenant
+from tests.channels.helpers import TELEGRAM_API, Gateway
+from tests.helpers.tenants import Tenant
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 SECRET = "s3cret-token_of-acme-0123456789"

@@ -20,10 +20,11 @@ import pytest
 import uvicorn
 
 from agentfy.gateway.app import create_app
+from agentfy.identity.roles import ROLES
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, orgs
-from tests.conftest import IN_CI
-from tests.gateway.conftest import Tenant, make_tenant
+from tests.helpers.databases import IN_CI
+from tests.helpers.tenants import Tenant, make_tenant
 
 pytestmark = pytest.mark.slow
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -58,7 +59,7 @@ def _free_port() -> int:
 
 @pytest.fixture
 def served(sqlite_db: Database) -> Iterator[tuple[str, Tenant]]:
-    tenant = make_tenant(sqlite_db, "acme")
+    tenant = make_tenant(sqlite_db, "acme", keys=ROLES)
     with sqlite_db.transaction() as tx:
         agents.create_agent(tx, tenant.scope, agent_key="support", display_name="Support")
         user_id = orgs.create_user(tx, display_name="Operator").id

@@ -38,13 +38,14 @@ from typing import Any, Final, Literal, TypeAlias
 
 import sqlalchemy as sa
 
+from agentfy.identity.roles import ROLES
 from agentfy.ids import RENAMED_PREFIXES, format_id
 from agentfy.store.db import Database, Tx
 from agentfy.store.repos.api_keys import KEY_PREFIX as ORG_KEY_PREFIX
 from agentfy.store.repos.api_keys import VISIBLE_CHARACTERS, hash_api_key
 from agentfy.store.repos.credentials import CredentialCipher
 from agentfy.store.repos.teams import TEAM_API_KEY_PREFIX, TEAM_API_KEY_VISIBLE_CHARS, hash_team_api_key
-from agentfy.store.schema import ROLES, metadata
+from agentfy.store.schema import metadata
 
 Style: TypeAlias = Literal["uuid", "prefixed", "mixed"]
 #: The style of one organization's rows ("mixed" resolves to one of these per organization).
@@ -194,7 +195,7 @@ class _Ids:
 
     def of(self, prefix: str, style: RowStyle) -> str:
         """A legacy ID of entity ``prefix`` in ``style``: a UUID, or the canonical form with the retired
-        organization prefix where there is one (the tail as AGNT2-537 minted it)."""
+        organization prefix where there is one (the tail as it was minted before the canonical format)."""
         if style == "uuid":
             return self.uuid()
         minted = format_id(prefix, self._rng.randbytes)

@@ -63,7 +63,6 @@ from agentfy.store.repos import agents, api_keys, credentials, orgs, teams
 from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher, CredentialDecryptionError
 from agentfy.store.repos.orgs import PLATFORM_ORG_ID
 from agentfy.store.schema import metadata
-from tests.conftest import PG_ADMIN_URL
 from tests.cutover.legacy_db import (
     OLD_PREFIXES,
     PLATFORM_LEGACY_UUID,
@@ -73,6 +72,7 @@ from tests.cutover.legacy_db import (
     Style,
     generate_legacy_database,
 )
+from tests.helpers.databases import PG_ADMIN_URL
 
 KEY = CredentialCipher.generate_key()
 CIPHER = CredentialCipher(KEY)

@@ -54,8 +54,8 @@ from agentfy.ids import is_canonical_id
 from agentfy.store.db import Database
 from agentfy.store.repos.credentials import CredentialCipher
 from agentfy.store.repos.orgs import PLATFORM_ORG_ID
-from tests.conftest import PG_ADMIN_URL
 from tests.cutover.legacy_db import PLATFORM_LEGACY_UUID, LegacyManifest, LegacyShape, generate_legacy_database
+from tests.helpers.databases import PG_ADMIN_URL
 
 #: Every test here runs whole cutovers, most in child processes it kills or signals: about 7 s each.
 pytestmark = pytest.mark.slow

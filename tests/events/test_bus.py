@@ -20,7 +20,8 @@ from agentfy.identity import InvalidIdError, Scope
 from agentfy.ids import NIL_UUID, format_id
 from agentfy.store.db import Database, Tx
 from agentfy.store.repos import audit
-from tests.store.helpers import count, new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count, new_agent
 
 FAST = BusSettings(backoff_base_seconds=0.0, backoff_max_seconds=0.0, max_attempts=3, lease_seconds=30)
 
@@ -45,7 +46,7 @@ def _publish(db: Database, scope: Scope, source: str, **kwargs: object) -> Domai
 
 
 def test_an_event_commits_with_its_change_and_never_with_a_rolled_back_one(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with pytest.raises(RuntimeError), db.transaction() as tx:
         publish(tx, type="test.happened", tenant_id=acme.tenant_id, source_id="x")
         raise RuntimeError("the change failed")
@@ -54,7 +55,7 @@ def test_an_event_commits_with_its_change_and_never_with_a_rolled_back_one(db: D
 
 
 def test_dedup_is_per_tenant_type_and_source(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     assert _publish(db, acme, "session-1") is not None
     assert _publish(db, acme, "session-1") is None  # the same event again: swallowed
     assert _publish(db, globex, "session-1") is not None  # another tenant's session with the same key
@@ -64,7 +65,7 @@ def test_dedup_is_per_tenant_type_and_source(db: Database) -> None:
 @pytest.mark.parametrize("bad_agent", ["goctech-leader", NIL_UUID, "team-calm-rivers-k8m4p2d7n9x3"])
 def test_observer_warns_and_counts_non_id_agent_ids(db: Database, bad_agent: str,
                                                     caplog: pytest.LogCaptureFixture) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     reset_drift_counts()
     with caplog.at_level(logging.WARNING, logger="agentfy.eventbus"):
         assert _publish(db, acme, "s", agent_id=bad_agent) is not None
@@ -75,7 +76,7 @@ def test_observer_warns_and_counts_non_id_agent_ids(db: Database, bad_agent: str
 
 
 def test_strict_mode_refuses_and_writes_nothing(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     for field, value in (("agent_id", "goctech-leader"), ("agent_id", NIL_UUID), ("tenant_id", "acme")):
         with pytest.raises(InvalidIdError, match=repr(value)), db.transaction() as tx:
             kwargs = {"tenant_id": acme.tenant_id, field: value}
@@ -84,7 +85,7 @@ def test_strict_mode_refuses_and_writes_nothing(db: Database) -> None:
 
 
 def test_empty_agent_id_is_allowed_for_team_and_tenant_events(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     reset_drift_counts()
     with db.transaction() as tx:
         assert publish(tx, type="team.changed", tenant_id=acme.tenant_id, source_id="t", agent_id="",
@@ -100,7 +101,7 @@ def _recorder(seen: list[str]):  # type: ignore[no-untyped-def]
 
 
 def test_a_worker_handles_acknowledges_and_its_writes_commit_with_the_ack(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "bot")
     for i in range(3):
         _publish(db, acme, f"s{i}", agent_id=agent.id)
@@ -113,7 +114,7 @@ def test_a_worker_handles_acknowledges_and_its_writes_commit_with_the_ack(db: Da
 
 
 def test_transient_errors_retry_with_backoff_then_dead_letter(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     event = _publish(db, acme, "flaky")
     assert event is not None
     calls: list[int] = []
@@ -131,7 +132,7 @@ def test_transient_errors_retry_with_backoff_then_dead_letter(db: Database) -> N
 
 
 def test_backoff_delays_the_next_attempt(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     _publish(db, acme, "slow")
 
     def boom(tx: Tx, scope: Scope, e: DomainEvent) -> None:
@@ -143,7 +144,7 @@ def test_backoff_delays_the_next_attempt(db: Database) -> None:
 
 
 def test_deterministic_errors_dead_letter_at_once(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     event = _publish(db, acme, "bad")
     assert event is not None
 
@@ -157,7 +158,7 @@ def test_deterministic_errors_dead_letter_at_once(db: Database) -> None:
 @pytest.mark.parametrize(("field", "value"), [("agent_id", "goctech-leader"), ("agent_id", NIL_UUID)])
 def test_events_with_non_id_agent_ids_are_dead_lettered_without_reaching_the_handler(
         db: Database, field: str, value: str) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     event = _publish(db, acme, "s", **{field: value})
     assert event is not None
     seen: list[str] = []
@@ -168,7 +169,7 @@ def test_events_with_non_id_agent_ids_are_dead_lettered_without_reaching_the_han
 
 
 def test_a_crash_between_claim_and_ack_redelivers_after_the_lease(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     event = _publish(db, acme, "crash")
     assert event is not None
     short = BusSettings(lease_seconds=0.2)
@@ -182,7 +183,7 @@ def test_a_crash_between_claim_and_ack_redelivers_after_the_lease(db: Database) 
 
 
 def test_a_lost_lease_rolls_back_the_handlers_writes(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     event = _publish(db, acme, "late")
     assert event is not None
     held = claim(db, "slow-worker", ["test.happened"], settings=BusSettings(lease_seconds=0.1))[0]

@@ -21,7 +21,8 @@ from agentfy.identity import Scope
 from agentfy.store.db import Database, Tx
 from agentfy.store.errors import StoreError
 from agentfy.store.repos import audit
-from tests.store.helpers import count, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count
 
 FAST = BusSettings(backoff_base_seconds=0, backoff_max_seconds=0, max_attempts=3, lease_seconds=30, batch_size=10)
 
@@ -46,7 +47,7 @@ def record(tx: Tx, scope: Scope, event: DomainEvent) -> None:
 
 
 def test_a_failing_event_rolls_back_alone_and_its_batch_is_acknowledged(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     ids = publish_all(db, acme, ["a", "flaky", "b", "refused", "c"])
 
     def handler(tx: Tx, scope: Scope, event: DomainEvent) -> None:
@@ -67,7 +68,7 @@ def test_a_failing_event_rolls_back_alone_and_its_batch_is_acknowledged(db: Data
 
 
 def test_every_claim_is_an_attempt_and_a_stopped_worker_makes_its_events_suspects(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     ids = publish_all(db, acme, ["first", "second", "third"])
     short = FAST.model_copy(update={"lease_seconds": 0.2})
     assert [c.attempt for c in claim(db, "dies", ["test.happened"], settings=short)] == [1, 1, 1]
@@ -78,7 +79,7 @@ def test_every_claim_is_an_attempt_and_a_stopped_worker_makes_its_events_suspect
 
 
 def test_a_repeat_crasher_waits_behind_its_batch_mates_and_is_dead_lettered_at_its_limit(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     crasher, mate = publish_all(db, acme, ["crash", "mate"])
     short = FAST.model_copy(update={"lease_seconds": 0.1, "max_attempts": 3})
 
@@ -99,7 +100,7 @@ def test_a_repeat_crasher_waits_behind_its_batch_mates_and_is_dead_lettered_at_i
 
 
 def test_a_worker_stopping_mid_batch_writes_what_it_finished_and_gives_back_the_rest(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     ids = publish_all(db, acme, ["a", "b", "c"])
     worker = Worker(db, {}, settings=FAST)
 
@@ -148,7 +149,7 @@ class SlowStage:
 @pytest.mark.parametrize("kind", ["staged", "plain"])
 def test_a_handler_slower_than_the_lease_runs_once_thanks_to_renewal(db: Database, kind: str) -> None:
     """The lease is 1 s, the handler takes 2.5 s, and a second worker claims all along."""
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     [event_id] = publish_all(db, acme, ["slow"])
     settings = FAST.model_copy(update={"lease_seconds": 1.0, "renew_seconds": 0.25, "poll_seconds": 0.05})
     stage = SlowStage(2.5)
@@ -177,7 +178,7 @@ def test_a_handler_slower_than_the_lease_runs_once_thanks_to_renewal(db: Databas
 
 
 def test_a_staged_handler_past_its_timeout_fails_the_attempt_and_writes_nothing(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     [event_id] = publish_all(db, acme, ["slow"])
     settings = FAST.model_copy(update={"handler_timeout_seconds": 0.2})
     started = time.monotonic()
@@ -189,7 +190,7 @@ def test_a_staged_handler_past_its_timeout_fails_the_attempt_and_writes_nothing(
 
 
 def test_a_plain_handler_past_its_timeout_has_its_writes_rolled_back(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     [event_id] = publish_all(db, acme, ["slow"])
 
     def slow(tx: Tx, scope: Scope, event: DomainEvent) -> None:
@@ -204,7 +205,7 @@ def test_a_plain_handler_past_its_timeout_has_its_writes_rolled_back(db: Databas
 def test_a_staged_computation_runs_with_no_transaction_open(db: Database) -> None:
     """While ``compute`` runs, another writer gets through at once (on SQLite a held write lock would make it
     wait for the busy timeout, then fail)."""
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     publish_all(db, acme, ["x"])
     seen: list[str] = []
 
@@ -234,7 +235,7 @@ def test_a_handler_that_breaks_the_transaction_fails_alone_in_the_end(db: Databa
     """A handler that swallows a database error leaves the transaction unusable (PostgreSQL) or
     uncommittable (SQLite): the whole batch fails, each event counts the attempt and is retried alone, so
     the batch-mates get through and the culprit is dead-lettered at its limit."""
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     ids = publish_all(db, acme, ["a", "swallow", "b"])
 
     def handler(tx: Tx, scope: Scope, event: DomainEvent) -> None:

@@ -21,7 +21,8 @@ from agentfy.events.worker import Worker
 from agentfy.identity import InvalidIdError, Scope
 from agentfy.store.db import Database, Tx
 from agentfy.store.errors import InvalidInputError
-from tests.store.helpers import new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import new_agent
 
 FAST = BusSettings(backoff_base_seconds=0, backoff_max_seconds=0, max_attempts=2, batch_size=50)
 
@@ -47,7 +48,7 @@ def set_finished(db: Database, event_id: str, stamp: str) -> None:
 
 
 def test_observer_warnings_are_counted_durably_with_the_publish_and_only_if_it_commits(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     publish_in(db, acme, "s1", agent_id="goctech-leader")
     with pytest.raises(RuntimeError), db.transaction() as tx:  # a rolled-back publish counts nothing
         publish(tx, type="test.happened", tenant_id=acme.tenant_id, source_id="s2", agent_id="goctech-leader")
@@ -58,7 +59,7 @@ def test_observer_warnings_are_counted_durably_with_the_publish_and_only_if_it_c
 
 
 def test_stats_count_the_outbox_and_the_days(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     for source in ("ok-1", "ok-2", "bad-1", "flaky-1", "waiting"):
         publish_in(db, acme, source)
     with db.transaction() as tx:
@@ -83,7 +84,7 @@ def _dead(db: Database, scope: Scope, sources: list[str], type_: str = "test.hap
 
 
 def test_dead_letters_page_oldest_first_with_a_cursor(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     ids = _dead(db, acme, [f"bad-{n}" for n in range(5)])
     for n, event_id in enumerate(ids):
         set_finished(db, event_id, f"2026-01-0{n + 1}T00:00:00.000000Z")
@@ -99,7 +100,7 @@ def test_dead_letters_page_oldest_first_with_a_cursor(db: Database) -> None:
 
 
 def test_dead_letters_filter_by_type_reason_tenant_and_age(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     [a_bad] = _dead(db, acme, ["bad-a"])
     [g_bad] = _dead(db, globex, ["bad-g"])
     [other] = _dead(db, acme, ["bad-o"], type_="other.happened")
@@ -131,7 +132,7 @@ def test_a_bad_filter_names_the_value(kwargs: dict[str, object], message: str) -
 
 
 def test_requeue_by_filter_gives_fresh_attempts_to_the_matching_letters_only(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     first, second = _dead(db, acme, ["bad-1", "bad-2"])
     [other] = _dead(db, acme, ["bad-3"], type_="other.happened")
     assert requeue(db, DeadLetterFilter(event_type="test.happened")) == 2
@@ -142,7 +143,7 @@ def test_requeue_by_filter_gives_fresh_attempts_to_the_matching_letters_only(db:
 
 
 def test_prune_deletes_only_events_handled_before_the_retention(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     old, recent = publish_in(db, acme, "old"), publish_in(db, acme, "recent")
     Worker(db, {"test.happened": refuse}, settings=FAST).run_once()
     [dead] = _dead(db, acme, ["bad-old"])
@@ -170,7 +171,7 @@ def test_parse_age_refuses_anything_else_naming_it(bad: str) -> None:
 
 def test_a_dead_letter_is_logged_with_the_events_fields_and_agent_key(db: Database,
                                                                       caplog: pytest.LogCaptureFixture) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "goctech-leader")
     event_id = publish_in(db, acme, "bad-1", agent_id=bot.id)
     with caplog.at_level(logging.INFO, logger="agentfy.eventbus"):

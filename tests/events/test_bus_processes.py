@@ -16,8 +16,9 @@ from agentfy.events import counters
 from agentfy.events.admin import dead_letters, status_of
 from agentfy.events.outbox import publish
 from agentfy.store.db import Database
-from tests.conftest import _truncate_all
-from tests.store.helpers import count, new_tenant
+from tests.helpers.databases import truncate_all
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +30,7 @@ def _worker(url: str, name: str, mode: str, **settings: object) -> subprocess.Po
 
 
 def _publish_many(db: Database, n: int, sources: list[str] | None = None) -> list[str]:
-    scope = new_tenant(db, "acme")
+    scope = make_tenant(db, "acme").scope
     ids = []
     with db.transaction() as tx:
         for source in sources or [f"s{i}" for i in range(n)]:
@@ -123,7 +124,7 @@ def test_a_worker_killed_between_claim_and_ack_loses_nothing(db_url: str) -> Non
 
 
 def test_two_worker_processes_on_postgresql_handle_each_event_once(pg_migrated_url: str) -> None:
-    _truncate_all(pg_migrated_url)
+    truncate_all(pg_migrated_url)
     db = Database(pg_migrated_url)
     try:
         ids = _publish_many(db, 200)

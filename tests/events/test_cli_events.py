@@ -19,7 +19,8 @@ from agentfy.events.worker import Worker
 from agentfy.store.db import Database
 from agentfy.store.migrate import upgrade
 from agentfy.store.repos import sessions
-from tests.store.helpers import new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import new_agent
 
 runner = CliRunner()
 
@@ -27,7 +28,7 @@ runner = CliRunner()
 def test_dead_letters_are_listed_and_can_be_requeued(db_url: str) -> None:
     db = Database(db_url)
     try:
-        acme = new_tenant(db, "acme")
+        acme = make_tenant(db, "acme").scope
         with db.transaction() as tx:
             event = publish(tx, type="test.happened", tenant_id=acme.tenant_id, source_id="s",
                             agent_id="goctech-leader")
@@ -60,7 +61,7 @@ def test_commands_refuse_a_database_behind_the_migrations(tmp_path) -> None:  # 
 
 
 def _dead_letters(db: Database, n: int, type_: str = "test.happened") -> list[str]:
-    acme = new_tenant(db, f"t{n}-{type_.split('.')[0]}")
+    acme = make_tenant(db, f"t{n}-{type_.split('.')[0]}").scope
     ids = []
     with db.transaction() as tx:
         for i in range(n):
@@ -120,7 +121,7 @@ def test_stats_and_prune(db_url: str) -> None:
     db = Database(db_url)
     try:
         _dead_letters(db, 2)
-        acme = new_tenant(db, "acme")
+        acme = make_tenant(db, "acme").scope
         with db.transaction() as tx:
             publish(tx, type="test.happened", tenant_id=acme.tenant_id, source_id="ok")
         Worker(db, {"test.happened": lambda tx, scope, e: None}).run_once()
@@ -141,7 +142,7 @@ def test_stats_and_prune(db_url: str) -> None:
 def test_worker_once_drains_the_pipeline_with_settings_from_options(db_url: str) -> None:
     db = Database(db_url)
     try:
-        acme = new_tenant(db, "acme")
+        acme = make_tenant(db, "acme").scope
         agent = new_agent(db, acme, "bot")
         with db.transaction() as tx:
             sessions.open_session(tx, acme, "s-1", agent.id, "")

@@ -35,7 +35,8 @@ from agentfy.identity import InvalidIdError, Scope
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, knowledge, memory, sessions
 from agentfy.store.repos.knowledge import EntityInput, EntityRef, RelationInput
-from tests.store.helpers import new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import new_agent
 
 GROUP = "group:telegram:-100123"
 NOW = ConsolidationSettings(debounce_seconds=0)
@@ -47,7 +48,7 @@ TALK = [("user", "I met Alice in Paris yesterday. It was lovely."),
 
 
 def tenant_with_agent(db: Database, slug: str = "acme", key: str = "goctech-leader") -> tuple[Scope, agents.Agent]:
-    scope = new_tenant(db, slug)
+    scope = make_tenant(db, slug).scope
     return scope, new_agent(db, scope, key)
 
 
@@ -192,7 +193,7 @@ def test_handler_called_directly_refuses_a_non_id_tenant(db: Database, case: str
 @pytest.mark.parametrize("case", CASES)
 def test_handler_refuses_an_event_of_another_tenant(db: Database, case: str) -> None:
     acme, agent = tenant_with_agent(db)
-    globex = new_tenant(db, "globex")
+    globex = make_tenant(db, "globex").scope
     completed_session(db, acme, agent, "s-1", publish=False)
     handler, type_, payload = _direct_cases(db, acme, agent)[case]
     before = counts(db)
@@ -445,7 +446,7 @@ def test_events_of_tenant_a_never_write_into_tenant_b(db: Database) -> None:
 
 def test_an_event_naming_another_tenants_agent_writes_nothing(db: Database) -> None:
     acme, acme_bot = tenant_with_agent(db, "acme", "bot")
-    globex = new_tenant(db, "globex")
+    globex = make_tenant(db, "globex").scope
     completed_session(db, acme, acme_bot, "s-1", publish=False)
     with db.transaction() as tx:  # tenant B, agent and session of tenant A
         event = publish(tx, type=SESSION_COMPLETED, tenant_id=globex.tenant_id, source_id="s-1:0",

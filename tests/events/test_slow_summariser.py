@@ -22,9 +22,10 @@ from agentfy.events.outbox import publish
 from agentfy.events.settings import BusSettings
 from agentfy.events.worker import Worker
 from agentfy.gateway.app import create_app
+from agentfy.identity.roles import ROLES
 from agentfy.store.db import Database
 from agentfy.store.repos.sessions import Session, SessionMessage
-from tests.gateway.conftest import make_tenant
+from tests.helpers.tenants import make_tenant
 
 SUMMARY_SECONDS = {"sqlite": 10.0, "postgresql": 6.0}
 #: Far below both the summariser's duration and SQLite's busy timeout (5 s): a writer that waited for the
@@ -51,7 +52,7 @@ class ModelSummariser:
 @pytest.mark.slow
 def test_a_slow_summariser_makes_no_publish_or_api_write_fail(db: Database) -> None:
     seconds = float(os.environ.get("AGENTFY_TEST_SUMMARY_SECONDS", SUMMARY_SECONDS[db.dialect]))
-    acme = make_tenant(db, "acme")
+    acme = make_tenant(db, "acme", keys=ROLES)
     headers = acme.headers()
     summariser = ModelSummariser(seconds)
     # The lease is shorter than the summariser: the heartbeat keeps it, while every write below goes on.

@@ -3,34 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 from fastapi.testclient import TestClient
 
 from agentfy.gateway.app import create_app
 from agentfy.identity import Scope
+from agentfy.identity.roles import ROLES
 from agentfy.store.db import Database
 from agentfy.store.repos import api_keys, orgs
-
-
-@dataclass
-class Tenant:
-    scope: Scope
-    slug: str
-    keys: dict[str, str]  # role -> bearer key
-
-    def headers(self, role: str = "owner") -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.keys[role]}"}
-
-
-def make_tenant(db: Database, slug: str) -> Tenant:
-    with db.transaction() as tx:
-        org = orgs.create_organization(tx, slug=slug, name=slug.title())
-        scope = Scope(org.id)
-        keys = {role: api_keys.create_api_key(tx, scope, name=role, role=role).key
-                for role in ("owner", "admin", "operator", "member")}
-    return Tenant(scope, slug, keys)
+from tests.helpers.tenants import Tenant, make_tenant
 
 
 @pytest.fixture
@@ -41,12 +23,12 @@ def client(db: Database) -> Iterator[TestClient]:
 
 @pytest.fixture
 def acme(db: Database) -> Tenant:
-    return make_tenant(db, "acme")
+    return make_tenant(db, "acme", keys=ROLES)
 
 
 @pytest.fixture
 def globex(db: Database) -> Tenant:
-    return make_tenant(db, "globex")
+    return make_tenant(db, "globex", keys=ROLES)
 
 
 @pytest.fixture

@@ -21,8 +21,9 @@ from fastapi.testclient import TestClient
 
 from agentfy.gateway.auth import Principal, sign_context
 from agentfy.identity import OrgId, Scope
+from agentfy.identity.roles import role_rank
 from agentfy.ids import format_id
-from agentfy.permissions.access import ROLE_RANK, RULES
+from agentfy.permissions.access import RULES
 from agentfy.store.db import Database
 from agentfy.store.repos import (
     agents,
@@ -161,11 +162,11 @@ def expected(caller: Caller, operation: str, scope: str | None, *, hidden: bool)
         return 403
     if rule.person and caller.user is None:
         return 403
-    if ROLE_RANK[caller.role] < ROLE_RANK[rule.role]:
+    if role_rank(caller.role) < role_rank(rule.role):
         return 403
     if scope is not None:
         own = caller.team is None and caller.user is not None and scope == caller.user
-        if not (ROLE_RANK[caller.role] >= ROLE_RANK["operator"] or own):
+        if not (role_rank(caller.role) >= role_rank("operator") or own):
             return 404 if hidden else 403
     return None
 

@@ -26,7 +26,7 @@ from agentfy.runtime.inbound import VISIBLE_TEXT_PATTERN, has_visible_text
 from agentfy.store.db import Database
 from agentfy.store.inputs import non_finite_number
 from agentfy.store.repos import api_keys, orgs
-from tests.gateway.conftest import Tenant
+from tests.helpers.tenants import Tenant
 
 NOT_ASCII_CURSORS = ["x.\u00e9", "\u00e9.\u00e9", "e30.\u4e2d\u6587", "x.\U0001f600", "\u00e9"]
 NOT_FINITE = ["NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1E+999", "1" * 400 + ".0"]

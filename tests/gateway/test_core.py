@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 from agentfy.ids import format_id, id_pattern
 from agentfy.store.db import Database
 from agentfy.store.repos import api_keys
-from tests.gateway.conftest import Tenant
 from tests.gateway.openapi_schemas import accepts
+from tests.helpers.tenants import Tenant
 
 
 def test_health_and_readiness(client: TestClient) -> None:

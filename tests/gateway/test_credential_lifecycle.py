@@ -18,7 +18,7 @@ from agentfy.gateway.auth import Principal, sign_context
 from agentfy.identity import OrgId, Scope
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, orgs
-from tests.gateway.conftest import Tenant
+from tests.helpers.tenants import Tenant
 
 SECRET = b"s" * 32
 

@@ -17,8 +17,8 @@ from websockets.sync.client import connect
 
 from agentfy.gateway import auth
 from agentfy.store.db import Database
-from tests.conftest import PgDatabases
 from tests.gateway.processes import Server, serving
+from tests.helpers.databases import PgDatabases
 
 pytestmark = pytest.mark.slow
 ADMIN_KEY = "agfy_ok_" + "c" * 40

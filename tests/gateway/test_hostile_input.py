@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from agentfy.cli import app as cli
 from agentfy.store.db import Database
 from agentfy.store.inputs import DEEP_MARK, NOT_AN_OBJECT, REPAIRED_MARK
-from tests.gateway.conftest import Tenant
+from tests.helpers.tenants import Tenant
 
 NIL = "00000000-0000-0000-0000-000000000000"
 HOSTILE_TEXT = ["\udc00", "a\ud800b", "a\x00b", "\x00", "x" * 300_000, "", " ", "\u202eevil", "%00", "../../etc",

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from agentfy.ids import format_id
 from agentfy.store.db import Database
 from agentfy.store.repos import api_keys, invitations, orgs
-from tests.gateway.conftest import Tenant
+from tests.helpers.tenants import Tenant
 
 
 def bearer(key: str) -> dict[str, str]:

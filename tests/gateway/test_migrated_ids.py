@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 
 from agentfy.cutover.hops import HopCycleError, record_hops, resolve_migrated_id
 from agentfy.store.db import Database
-from tests.gateway.conftest import Tenant
+from tests.helpers.tenants import Tenant
 
 LEGACY_UUID = "0193a5b0-7000-7000-8000-000000000001"
 

@@ -15,7 +15,7 @@ from agentfy.gateway.app import create_app
 from agentfy.logs import IdentityFilter, JsonFormatter
 from agentfy.settings import load_settings
 from agentfy.store.db import Database
-from tests.gateway.conftest import Tenant
+from tests.helpers.tenants import Tenant
 from tests.store.helpers import new_agent
 
 

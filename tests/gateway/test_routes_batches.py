@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from agentfy.ids import format_id
 from agentfy.store.db import Database
-from tests.gateway.conftest import Tenant
+from tests.helpers.tenants import Tenant
 from tests.store.helpers import count
 
 TEAM_ID = "team-calm-rivers-k8m4p2d7n9x3"

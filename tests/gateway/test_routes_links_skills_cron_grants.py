@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 
 from agentfy.gateway.app import GatewayState
 from agentfy.identity.context import RequestContext
-from tests.gateway.conftest import Tenant
 from tests.gateway.test_routes_orgs import Checks, Route, bearer, build_world, post
+from tests.helpers.tenants import Tenant
 
 GRANT = {"chat_scope": "group:telegram:-100123", "config_type": "file_writer", "sender_id": "1001", "allow": True}
 ROUTES = [

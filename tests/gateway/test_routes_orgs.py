@@ -16,8 +16,8 @@ from fastapi.testclient import TestClient
 from agentfy.ids import format_id, id_pattern
 from agentfy.store.db import Database
 from agentfy.store.repos import api_keys, orgs
-from tests.gateway.conftest import Tenant
 from tests.gateway.openapi_schemas import accepts
+from tests.helpers.tenants import Tenant
 
 LEGACY_ID = "0193a5b0-7000-7000-8000-000000000001"
 ROLES_BELOW = {"operator": "member", "admin": "operator", "owner": "admin", "platform": "owner"}

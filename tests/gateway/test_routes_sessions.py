@@ -13,7 +13,7 @@ from agentfy.ids import format_id
 from agentfy.store.db import Database
 from agentfy.store.errors import StoreError
 from agentfy.store.repos import api_keys, orgs
-from tests.gateway.conftest import Tenant
+from tests.helpers.tenants import Tenant
 from tests.store.helpers import count
 
 TEAM_ID = "team-calm-rivers-k8m4p2d7n9x3"

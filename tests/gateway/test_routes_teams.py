@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from tests.gateway.conftest import Tenant
 from tests.gateway.test_routes_orgs import Checks, Route, bearer, build_world, post
+from tests.helpers.tenants import Tenant
 
 ROUTES = [
     Route("POST", "/v1/teams", "operator", {"name": "Ops", "lead": "{lead}"}),

@@ -24,8 +24,8 @@ from websockets.sync.client import ClientConnection, connect
 from agentfy.identity import Scope
 from agentfy.store.db import Database
 from agentfy.store.repos import agents
-from tests.conftest import PgDatabases
 from tests.gateway.processes import Server, serving
+from tests.helpers.databases import PgDatabases
 
 pytestmark = pytest.mark.slow
 ADMIN_KEY = "agfy_ok_" + "m" * 40

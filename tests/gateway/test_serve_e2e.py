@@ -20,7 +20,7 @@ import httpx
 import pytest
 import websockets
 
-from tests.conftest import PgDatabases
+from tests.helpers.databases import PgDatabases
 
 pytestmark = pytest.mark.slow  # every test starts `agentfy serve` processes: 5 to 40 seconds each
 

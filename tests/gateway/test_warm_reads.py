@@ -14,7 +14,7 @@ from agentfy.gateway.routes import agents as agent_routes
 from agentfy.gateway.warm_reads import WarmAgentReads
 from agentfy.store.db import Database
 from agentfy.store.repos import api_keys
-from tests.gateway.conftest import Tenant
+from tests.helpers.tenants import Tenant
 
 Scope = dict[str, object]
 

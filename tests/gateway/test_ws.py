@@ -25,7 +25,7 @@ from agentfy.ids import format_id, is_id
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys
-from tests.gateway.conftest import Tenant
+from tests.helpers.tenants import Tenant
 
 TEAM_ID = "team-calm-rivers-k8m4p2d7n9x3"
 

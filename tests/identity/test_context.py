@@ -16,25 +16,25 @@ OTHER_ORG = "org-brave-suns-0123456789ab"
 AGENT = "agent-calm-rivers-k8m4p2d7n9x3"
 
 
-def test_helpers_bind_and_read_each_field() -> None:
-    with rc.with_tenant_id(ORG), rc.with_agent_id(AGENT), rc.with_agent_key("bot"), \
-            rc.with_tool_agent_key("tool-bot"), rc.with_user_id("group:telegram:-100"), \
-            rc.with_sender_id("42"), rc.with_role("member"):
-        assert rc.tenant_id_from_context() == ORG
-        assert rc.agent_id_from_context() == AGENT
-        assert rc.agent_key_from_context() == "bot"
-        assert rc.tool_agent_key_from_context() == "tool-bot"
-        assert rc.user_id_from_context() == "group:telegram:-100"
-        assert rc.sender_id_from_context() == "42"
-        assert rc.role_from_context() == "member"
-        assert rc.actor_id() == "42"
-        assert str(rc.current().scope()) == ORG
+def test_bind_sets_each_field_for_the_block_only() -> None:
+    with rc.bind(tenant_id=ORG, agent_id=AGENT, agent_key="bot", tool_agent_key="tool-bot",
+                 user_id="group:telegram:-100", sender_id="42", role="member"):
+        context = rc.current()
+        assert context.tenant_id == ORG
+        assert context.agent_id == AGENT
+        assert context.agent_key == "bot"
+        assert context.tool_agent_key == "tool-bot"
+        assert context.user_id == "group:telegram:-100"
+        assert context.sender_id == "42"
+        assert context.role == "member"
+        assert context.actor_id == "42"
+        assert str(context.scope()) == ORG
     assert rc.current() == rc.EMPTY
 
 
 def test_actor_falls_back_to_the_user_when_there_is_no_sender() -> None:
-    with rc.with_user_id("http-user"):
-        assert rc.actor_id() == "http-user"
+    with rc.bind(user_id="http-user"):
+        assert rc.current().actor_id == "http-user"
     assert RequestContext(user_id="group:telegram:1", sender_id="7").actor_id == "7"
 
 
@@ -59,16 +59,16 @@ def test_scope_without_tenant_is_an_error() -> None:
 
 def test_context_never_leaks_between_concurrent_asyncio_tasks() -> None:
     async def worker(tenant: str, seen: list[str | None]) -> None:
-        with rc.with_tenant_id(tenant):
+        with rc.bind(tenant_id=tenant):
             for _ in range(50):
                 await asyncio.sleep(0)
-                seen.append(rc.tenant_id_from_context())
+                seen.append(rc.current().tenant_id)
 
     async def main() -> tuple[list[str | None], list[str | None], str | None]:
         a: list[str | None] = []
         b: list[str | None] = []
         await asyncio.gather(worker(ORG, a), worker(OTHER_ORG, b))
-        return a, b, rc.tenant_id_from_context()
+        return a, b, rc.current().tenant_id
 
     a, b, after = asyncio.run(main())
     assert set(a) == {ORG} and set(b) == {OTHER_ORG} and after is None
@@ -79,12 +79,12 @@ def test_context_never_leaks_between_threads() -> None:
     barrier = threading.Barrier(2)
 
     def worker(tenant: str) -> None:
-        with rc.with_tenant_id(tenant):
+        with rc.bind(tenant_id=tenant):
             barrier.wait()
-            seen[tenant] = {rc.tenant_id_from_context() for _ in range(1000)}
+            seen[tenant] = {rc.current().tenant_id for _ in range(1000)}
 
-    with rc.with_tenant_id(ORG):
-        other = threading.Thread(target=lambda: seen.setdefault("fresh", {rc.tenant_id_from_context()}))
+    with rc.bind(tenant_id=ORG):
+        other = threading.Thread(target=lambda: seen.setdefault("fresh", {rc.current().tenant_id}))
         other.start()
         other.join()
     threads = [threading.Thread(target=worker, args=(t,)) for t in (ORG, OTHER_ORG)]

@@ -73,4 +73,4 @@ def test_explain_shows_format_model_words_suffix_and_products() -> None:
 def test_explain_an_invalid_value_lists_problems() -> None:
     result = runner.invoke(app, ["id", "explain", "organization-calm-rivers-k8m4p2d7n9x3"])
     assert result.exit_code == 0
-    assert "retired by AGNT2-588" in result.stdout
+    assert "retired when organization-* became org-*" in result.stdout

@@ -35,7 +35,7 @@ def test_legacy() -> None:
     ("agent-c\u0430lm-rivers-k8m4p2d7n9x3", None, "CYRILLIC SMALL LETTER A"),
     ("agent%2Dcalm-rivers-k8m4p2d7n9x3", None, "percent-encoded"),
     ("goctech-leader", None, "2 hyphen-separated part(s)"),
-    ("organization-calm-rivers-k8m4p2d7n9x3", None, "retired by AGNT2-588"),
+    ("organization-calm-rivers-k8m4p2d7n9x3", None, "retired when organization-* became org-*"),
     ("agents-calm-rivers-k8m4p2d7n9x3", None, "prefix 'agents' is not registered"),
     ("team-calm-rivers-k8m4p2d7n9x3", "agent", "prefix 'team' (Team) is not the expected 'agent'"),
     ("agent-kalm-rivers-k8m4p2d7n9x3", None, "adjective 'kalm' is not one of human-id 4.1.3's 200"),

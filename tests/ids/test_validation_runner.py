@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from agentfy.ids import ID_PREFIXES, PRODUCTS
-from tests.conftest import IN_CI
+from tests.helpers.databases import IN_CI
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS = ROOT / "conformance" / "validation-vectors.json"

@@ -3,40 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
-from agentfy.identity import Scope
 from agentfy.store.db import Database
-from agentfy.store.repos import agents, permissions
-from tests.store.helpers import new_agent, new_tenant
-
-GROUP = "group:telegram:-100123"
-OTHER_GROUP = "group:telegram:-100999"
-GUILD = "guild:42:user:1001"
-ALICE, BOB = "1001", "1002"
-
-
-@dataclass(frozen=True)
-class World:
-    db: Database
-    scope: Scope
-    agent: agents.Agent
-
-    @property
-    def ids(self) -> dict[str, Any]:
-        """Tenant, agent ID and key, as the channel constructors take them."""
-        return {"tenant_id": self.scope.tenant_id, "agent_id": self.agent.id, "agent_key": self.agent.agent_key}
-
-    def grant(self, config_type: str, sender_id: str, allow: bool, chat_scope: str = GROUP) -> None:
-        with self.db.transaction() as tx:
-            permissions.grant(tx, self.scope, self.agent.id, chat_scope=chat_scope, config_type=config_type,
-                              sender_id=sender_id, allow=allow, granted_by="9999")
+from tests.helpers.tenants import make_tenant
+from tests.permissions.helpers import World
+from tests.store.helpers import new_agent
 
 
 @pytest.fixture
 def world(db: Database) -> Iterator[World]:
-    scope = new_tenant(db, "acme")
+    scope = make_tenant(db, "acme").scope
     yield World(db, scope, new_agent(db, scope, "bot"))

@@ -20,7 +20,7 @@ from agentfy.permissions import (
 )
 from agentfy.store.db import now
 from agentfy.store.repos import skills
-from tests.permissions.conftest import ALICE, BOB, GROUP, OTHER_GROUP, World
+from tests.permissions.helpers import ALICE, BOB, GROUP, OTHER_GROUP, World
 
 GROUP_CTX = telegram_context(-100123, ALICE, is_group=True)
 

@@ -32,8 +32,9 @@ from agentfy.permissions import (
 from agentfy.store.db import Database, Tx
 from agentfy.store.errors import NotFoundError, StoreError
 from agentfy.store.repos import permissions as grants_repo
-from tests.permissions.conftest import ALICE, BOB, GROUP, GUILD, OTHER_GROUP, World
-from tests.store.helpers import new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.permissions.helpers import ALICE, BOB, GROUP, GUILD, OTHER_GROUP, World
+from tests.store.helpers import new_agent
 
 Check = Callable[..., Decision]
 CHECKS: dict[str, Check] = {
@@ -172,7 +173,7 @@ def test_cron_and_context_files_fall_back_to_file_writer(world: World, grants: t
 
 @pytest.mark.parametrize("config_type", list(CHECKS))
 def test_grants_of_another_tenant_do_not_count(db: Database, world: World, config_type: str) -> None:
-    globex = new_tenant(db, "globex")
+    globex = make_tenant(db, "globex").scope
     their_bot = new_agent(db, globex, "bot")
     with db.transaction() as tx:
         for grant_type in CHECKS:

@@ -29,7 +29,7 @@ from agentfy.permissions import (
     teammate_dispatch,
     telegram_context,
 )
-from tests.permissions.conftest import ALICE, BOB, GROUP, OTHER_GROUP, World
+from tests.permissions.helpers import ALICE, BOB, GROUP, OTHER_GROUP, World
 
 Wrapper = Callable[[RequestContext], InboundMessage]
 WRAPPERS: dict[str, tuple[Wrapper, str]] = {

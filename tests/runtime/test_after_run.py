@@ -14,10 +14,11 @@ from agentfy.runtime.runner import Runtime
 from agentfy.store.db import Database
 from agentfy.store.repos import memory, sessions
 from agentfy.store.schema import episodic_summaries
-from tests.runtime.conftest import Org, make_org, run, send
+from tests.helpers.tenants import Tenant, make_tenant
+from tests.runtime.helpers import inbound, run, send
 
 
-def summaries(db: Database, org: Org) -> list[tuple[str, str, int]]:
+def summaries(db: Database, org: Tenant) -> list[tuple[str, str, int]]:
     with db.transaction(write=False) as tx:
         rows = tx.all(memory.sa.select(episodic_summaries.c.session_key, episodic_summaries.c.user_id,
                                        episodic_summaries.c.compaction_count)
@@ -31,26 +32,26 @@ def drain(db: Database) -> None:
         pass
 
 
-def test_a_completed_conversation_becomes_episodic_memory(db: Database, runtime: Runtime, acme: Org) -> None:
+def test_a_completed_conversation_becomes_episodic_memory(db: Database, runtime: Runtime, acme: Tenant) -> None:
     ctx = telegram_context(-100123, 1001, is_group=True, tenant_id=acme.id)
-    inbound = acme.inbound(ctx, "We ship the Falcon release on Friday.", conversation="telegram:-100123")
-    reply = send(runtime, inbound)
+    message = inbound(acme, ctx, "We ship the Falcon release on Friday.", conversation="telegram:-100123")
+    reply = send(runtime, message)
     assert summaries(db, acme) == []
-    completed = run(runtime.end_conversation(inbound))
+    completed = run(runtime.end_conversation(message))
     assert completed is not None and completed.status == "completed"
     drain(db)
     assert summaries(db, acme) == [(reply.session_key, "group:telegram:-100123", 0)]  # the group's memory
     # the next message of that chat opens the next generation of the conversation
-    assert send(runtime, inbound).session_key == f"{reply.session_key}#2"
+    assert send(runtime, message).session_key == f"{reply.session_key}#2"
     # ending a conversation with nothing said completes nothing
-    assert run(runtime.end_conversation(acme.inbound(ctx, "x", conversation="quiet"))) is None
+    assert run(runtime.end_conversation(inbound(acme, ctx, "x", conversation="quiet"))) is None
 
 
 def test_near_the_context_window_the_conversation_is_flushed_and_compacted(db: Database, tmp_path: Path) -> None:
-    org = make_org(db, "acme", config={"model": {"provider": "offline", "context_window": 500}})
+    org = make_tenant(db, "acme", agent_key="bot", config={"model": {"provider": "offline", "context_window": 500}})
     runtime = Runtime(db, Router(db), workspace_root=tmp_path)
     ctx = telegram_context(555, 1001, is_group=False, tenant_id=org.id)
-    keys = {send(runtime, org.inbound(ctx, f"Message {n}: " + "words " * 60)).session_key for n in range(6)}
+    keys = {send(runtime, inbound(org, ctx, f"Message {n}: " + "words " * 60)).session_key for n in range(6)}
     (key,) = keys
     with db.transaction(write=False) as tx:
         session = sessions.get_session(tx, org.scope, key)

@@ -11,7 +11,8 @@ from fastapi.testclient import TestClient
 from agentfy.gateway.app import create_app
 from agentfy.identity import Scope
 from agentfy.store.db import Database
-from agentfy.store.repos import agents, api_keys, orgs, permissions, sessions
+from agentfy.store.repos import api_keys, orgs, permissions, sessions
+from tests.helpers.tenants import make_tenant
 
 
 class Person:
@@ -27,9 +28,11 @@ class Person:
 def world(db: Database) -> dict[str, object]:
     made: dict[str, object] = {}
     for slug in ("acme", "globex"):
+        tenant = make_tenant(db, slug, agent_key="bot")
+        scope = tenant.scope
+        assert tenant.bot is not None
+        made[f"{slug}-bot"] = tenant.bot.id
         with db.transaction() as tx:
-            scope = Scope(orgs.create_organization(tx, slug=slug, name=slug).id)
-            made[f"{slug}-bot"] = agents.create_agent(tx, scope, agent_key="bot").id
             made[f"{slug}-nobody"] = api_keys.create_api_key(tx, scope, name="nobody", role="owner").key
         made[slug] = scope
         made[f"{slug}-member"] = Person(db, scope, "member")

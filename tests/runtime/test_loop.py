@@ -17,13 +17,14 @@ from agentfy.runtime.runner import Runtime
 from agentfy.store.db import Database
 from agentfy.store.errors import NotFoundError
 from agentfy.store.repos import sessions
-from tests.runtime.conftest import CollectedEvents, Org, make_org, run, send
+from tests.helpers.tenants import Tenant, make_tenant
+from tests.runtime.helpers import CollectedEvents, inbound, run, send
 
 
-def test_a_dm_is_answered_and_both_messages_are_stored(db: Database, runtime: Runtime, acme: Org,
+def test_a_dm_is_answered_and_both_messages_are_stored(db: Database, runtime: Runtime, acme: Tenant,
                                                        events: CollectedEvents) -> None:
     ctx = telegram_context(555, 1001, is_group=False, tenant_id=acme.id)
-    reply = send(runtime, acme.inbound(ctx, "hello there"))
+    reply = send(runtime, inbound(acme, ctx, "hello there"))
     assert reply.text == "@bot heard: hello there"
     with db.transaction(write=False) as tx:
         session = sessions.get_session(tx, acme.scope, reply.session_key)
@@ -35,13 +36,13 @@ def test_a_dm_is_answered_and_both_messages_are_stored(db: Database, runtime: Ru
     assert {e.agent_key for _, e in events.events} == {"bot"} and {t for t, _ in events.events} == {acme.id}
 
 
-def test_the_next_message_continues_the_session_with_its_history(db: Database, tmp_path: Path, acme: Org) -> None:
+def test_the_next_message_continues_the_session_with_its_history(db: Database, tmp_path: Path, acme: Tenant) -> None:
     model = OfflineProvider()
     model.keep_requests = True
     runtime = Runtime(db, Router(db), workspace_root=tmp_path, providers=Providers(offline=model))
     ctx = http_context("user-calm-rivers-k8m4p2d7n9x3", tenant_id=acme.id, role="member")
-    first = send(runtime, acme.inbound(ctx, "one"))
-    second = send(runtime, acme.inbound(ctx, "two"))
+    first = send(runtime, inbound(acme, ctx, "one"))
+    second = send(runtime, inbound(acme, ctx, "two"))
     assert first.session_key == second.session_key
     request = model.requests[-1]
     assert [(m.role, m.content) for m in request.messages] == [
@@ -51,30 +52,30 @@ def test_the_next_message_continues_the_session_with_its_history(db: Database, t
     assert f"agent_id: {acme.bot.id}" in runtime_section  # ID below it
 
 
-def test_a_missing_agent_is_not_found_and_nothing_is_stored(db: Database, runtime: Runtime, acme: Org,
-                                                            globex: Org) -> None:
+def test_a_missing_agent_is_not_found_and_nothing_is_stored(db: Database, runtime: Runtime, acme: Tenant,
+                                                            globex: Tenant) -> None:
     ctx = telegram_context(555, 1001, is_group=False, tenant_id=acme.id)
     with pytest.raises(NotFoundError, match="nobody"):
-        send(runtime, acme.inbound(ctx, "hi", agent_key="nobody"))
+        send(runtime, inbound(acme, ctx, "hi", agent_key="nobody"))
     # another tenant's agent is as missing as no agent: acme's context cannot reach globex's bot by its ID
     with pytest.raises(NotFoundError):
-        send(runtime, acme.inbound(ctx, "hi", agent_key=globex.bot.id))
+        send(runtime, inbound(acme, ctx, "hi", agent_key=globex.bot.id))
 
 
 @pytest.mark.parametrize(("text", "problem"), [("", "empty"), ("   ", "empty"), ("x" * 100_001, "at most")])
-def test_bad_text_is_refused_before_anything_is_stored(db: Database, runtime: Runtime, acme: Org, text: str,
+def test_bad_text_is_refused_before_anything_is_stored(db: Database, runtime: Runtime, acme: Tenant, text: str,
                                                        problem: str) -> None:
     ctx = telegram_context(555, 1001, is_group=False, tenant_id=acme.id)
     with pytest.raises(ValueError, match=problem):
-        send(runtime, acme.inbound(ctx, text))
+        send(runtime, inbound(acme, ctx, text))
     with db.transaction(write=False) as tx:
         assert tx.scalar(sessions.sa.select(sessions.sa.func.count()).select_from(sessions.sessions)) == 0
 
 
-def test_a_context_of_another_tenant_is_refused(runtime: Runtime, acme: Org, globex: Org) -> None:
+def test_a_context_of_another_tenant_is_refused(runtime: Runtime, acme: Tenant, globex: Tenant) -> None:
     ctx = telegram_context(555, 1001, is_group=False, tenant_id=globex.id)
     with pytest.raises(ValueError, match="not the message's tenant"):
-        send(runtime, acme.inbound(ctx, "hi"))
+        send(runtime, inbound(acme, ctx, "hi"))
 
 
 class GatedModel:
@@ -95,7 +96,7 @@ class GatedModel:
         return ModelResponse(text=f"done: {request.messages[-1].content}")
 
 
-def test_two_messages_to_one_session_run_one_after_the_other(db: Database, tmp_path: Path, acme: Org) -> None:
+def test_two_messages_to_one_session_run_one_after_the_other(db: Database, tmp_path: Path, acme: Tenant) -> None:
     model = GatedModel()
     router = Router(db)
     runtime = Runtime(db, router, workspace_root=tmp_path, providers=Providers(offline=model))
@@ -104,8 +105,8 @@ def test_two_messages_to_one_session_run_one_after_the_other(db: Database, tmp_p
     router.get(group, "bot")  # cached: both messages reach the conversation's lock in the order they were sent
 
     async def scenario() -> tuple[list[str | None], bool, bool]:
-        first = asyncio.create_task(runtime(acme.inbound(group, "first")))
-        second = asyncio.create_task(runtime(acme.inbound(other, "second")))
+        first = asyncio.create_task(runtime(inbound(acme, group, "first")))
+        second = asyncio.create_task(runtime(inbound(acme, other, "second")))
         for _ in range(50):
             await asyncio.sleep(0.01)
             if model.active:
@@ -123,7 +124,7 @@ def test_two_messages_to_one_session_run_one_after_the_other(db: Database, tmp_p
     assert not router.is_running(group, "bot")
     assert model.contexts == [(acme.bot.id, "1001"), (acme.bot.id, "1002")]  # the run's context: agent + ACTOR
     model.gate.set()
-    reply = send(runtime, acme.inbound(group, "third"))
+    reply = send(runtime, inbound(acme, group, "third"))
     with db.transaction(write=False) as tx:
         stored = sessions.list_messages(tx, acme.scope, reply.session_key)
     assert [(m.role, m.sender_id, m.content) for m in stored][:4] == [
@@ -131,12 +132,12 @@ def test_two_messages_to_one_session_run_one_after_the_other(db: Database, tmp_p
         ("user", "1002", "second"), ("assistant", None, "done: second")]
 
 
-def test_different_sessions_run_concurrently(db: Database, tmp_path: Path, acme: Org) -> None:
+def test_different_sessions_run_concurrently(db: Database, tmp_path: Path, acme: Tenant) -> None:
     model = GatedModel()
     runtime = Runtime(db, Router(db), workspace_root=tmp_path, providers=Providers(offline=model))
 
     async def scenario() -> int:
-        tasks = [asyncio.create_task(runtime(acme.inbound(telegram_context(555, sender, is_group=False,
+        tasks = [asyncio.create_task(runtime(inbound(acme, telegram_context(555, sender, is_group=False,
                                                                            tenant_id=acme.id), "hi")))
                  for sender in (1001, 1002)]
         for _ in range(100):
@@ -152,11 +153,11 @@ def test_different_sessions_run_concurrently(db: Database, tmp_path: Path, acme:
 
 
 def test_two_tenants_with_the_same_key_and_conversation_share_nothing(db: Database, runtime: Runtime) -> None:
-    acme, globex = make_org(db, "acme"), make_org(db, "globex")
+    acme, globex = make_tenant(db, "acme", agent_key="bot"), make_tenant(db, "globex", agent_key="bot")
     replies = {}
     for org in (acme, globex):
         ctx = telegram_context(-100123, 1001, is_group=True, tenant_id=org.id, role="owner")
-        replies[org.slug] = send(runtime, org.inbound(ctx, f"/tool write_file path=notes.txt content={org.slug}",
+        replies[org.slug] = send(runtime, inbound(org, ctx, f"/tool write_file path=notes.txt content={org.slug}",
                                                       conversation="telegram:-100123"))
     assert replies["acme"].session_key != replies["globex"].session_key  # the key starts with each agent's ID
     for org in (acme, globex):

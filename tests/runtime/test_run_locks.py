@@ -19,7 +19,8 @@ from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
 from agentfy.store.db import Database
 from agentfy.store.repos import sessions
-from tests.runtime.conftest import Org, make_org, run
+from tests.helpers.tenants import Tenant, make_tenant
+from tests.runtime.helpers import inbound, run
 
 MODEL_SECONDS = 0.3
 
@@ -54,8 +55,8 @@ def second_db(pg_db: Database) -> Iterator[Database]:
 
 
 @pytest.fixture
-def acme(pg_db: Database) -> Org:
-    return make_org(pg_db, "acme")
+def acme(pg_db: Database) -> Tenant:
+    return make_tenant(pg_db, "acme", agent_key="bot")
 
 
 def runtimes(pg_db: Database, second_db: Database, tmp_path: Path, model: TimedModel) -> tuple[Runtime, Runtime]:
@@ -70,14 +71,14 @@ def overlapping(a: tuple[str, float, float, list[str]], b: tuple[str, float, flo
 
 
 def test_two_processes_run_one_conversation_one_after_the_other(pg_db: Database, second_db: Database,
-                                                                 tmp_path: Path, acme: Org) -> None:
+                                                                 tmp_path: Path, acme: Tenant) -> None:
     model = TimedModel({"first": pg_db, "second": second_db})
     one, two = runtimes(pg_db, second_db, tmp_path, model)
     group = telegram_context(-100123, 1001, is_group=True, tenant_id=acme.id)
     other = telegram_context(-100123, 1002, is_group=True, tenant_id=acme.id)
 
     async def scenario() -> list[Reply]:
-        return list(await asyncio.gather(one(acme.inbound(group, "via one")), two(acme.inbound(other, "via two"))))
+        return list(await asyncio.gather(one(inbound(acme, group, "via one")), two(inbound(acme, other, "via two"))))
 
     try:
         replies = run(scenario())
@@ -98,14 +99,14 @@ def test_two_processes_run_one_conversation_one_after_the_other(pg_db: Database,
 
 
 def test_two_processes_still_run_different_conversations_at_once(pg_db: Database, second_db: Database,
-                                                                  tmp_path: Path, acme: Org) -> None:
+                                                                  tmp_path: Path, acme: Tenant) -> None:
     model = TimedModel({"first": pg_db, "second": second_db})
     one, two = runtimes(pg_db, second_db, tmp_path, model)
 
     async def scenario() -> None:
         await asyncio.gather(
-            one(acme.inbound(telegram_context(555, 1001, is_group=False, tenant_id=acme.id), "alice")),
-            two(acme.inbound(telegram_context(556, 1002, is_group=False, tenant_id=acme.id), "bob")))
+            one(inbound(acme, telegram_context(555, 1001, is_group=False, tenant_id=acme.id), "alice")),
+            two(inbound(acme, telegram_context(556, 1002, is_group=False, tenant_id=acme.id), "bob")))
 
     try:
         run(scenario())
@@ -117,7 +118,7 @@ def test_two_processes_still_run_different_conversations_at_once(pg_db: Database
 
 
 def test_a_dead_process_does_not_keep_the_conversation(pg_db: Database, second_db: Database, tmp_path: Path,
-                                                       acme: Org) -> None:
+                                                       acme: Tenant) -> None:
     """The server drops a dead process's locks with its connection: the other process goes on."""
     model = TimedModel({"first": pg_db, "second": second_db})
     model.release.clear()  # the first run never finishes on its own
@@ -125,9 +126,9 @@ def test_a_dead_process_does_not_keep_the_conversation(pg_db: Database, second_d
     dm = telegram_context(555, 1001, is_group=False, tenant_id=acme.id)
 
     async def scenario() -> str | None:
-        stuck = asyncio.create_task(one(acme.inbound(dm, "stuck")))
+        stuck = asyncio.create_task(one(inbound(acme, dm, "stuck")))
         await asyncio.sleep(MODEL_SECONDS / 2)  # the first run holds the conversation, inside its model call
-        waiting = asyncio.create_task(two(acme.inbound(dm, "next")))
+        waiting = asyncio.create_task(two(inbound(acme, dm, "next")))
         await asyncio.sleep(MODEL_SECONDS)
         assert not waiting.done()  # held by the other process
         one.close()  # the first process dies: its lock connection is gone, its run is not finished
@@ -144,19 +145,19 @@ def test_a_dead_process_does_not_keep_the_conversation(pg_db: Database, second_d
 
 
 def test_a_cancelled_run_gives_the_conversation_back(pg_db: Database, second_db: Database, tmp_path: Path,
-                                                     acme: Org) -> None:
+                                                     acme: Tenant) -> None:
     model = TimedModel({"first": pg_db, "second": second_db})
     model.release.clear()
     one, two = runtimes(pg_db, second_db, tmp_path, model)
     dm = telegram_context(555, 1001, is_group=False, tenant_id=acme.id)
 
     async def scenario() -> str | None:
-        stuck = asyncio.create_task(one(acme.inbound(dm, "stuck")))
+        stuck = asyncio.create_task(one(inbound(acme, dm, "stuck")))
         await asyncio.sleep(MODEL_SECONDS / 2)
         stuck.cancel()  # e.g. the client went away; the process lives on
         await asyncio.gather(stuck, return_exceptions=True)
         model.release.set()
-        reply = await asyncio.wait_for(two(acme.inbound(dm, "next")), 5)
+        reply = await asyncio.wait_for(two(inbound(acme, dm, "next")), 5)
         return reply.text
 
     try:
@@ -167,18 +168,18 @@ def test_a_cancelled_run_gives_the_conversation_back(pg_db: Database, second_db:
 
 
 def test_a_lock_connection_closed_by_the_server_while_idle_is_replaced(pg_db: Database, tmp_path: Path,
-                                                                        acme: Org) -> None:
+                                                                        acme: Tenant) -> None:
     model = TimedModel({"first": pg_db})
     runtime = Runtime(pg_db, Router(pg_db), workspace_root=tmp_path, providers=Providers(offline=model))
     dm = telegram_context(555, 1001, is_group=False, tenant_id=acme.id)
 
     async def scenario() -> str | None:
-        await runtime(acme.inbound(dm, "before"))
+        await runtime(inbound(acme, dm, "before"))
         with psycopg.connect(pg_db.conninfo, autocommit=True) as admin:  # e.g. idle_session_timeout, a restart
             killed = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name "
                                    "= 'agentfy run locks' AND datname = current_database()").fetchall()
         assert killed
-        return (await runtime(acme.inbound(dm, "after"))).text
+        return (await runtime(inbound(acme, dm, "after"))).text
 
     try:
         assert run(scenario()) == "done: after"

@@ -9,16 +9,17 @@ from agentfy.permissions.channels import telegram_context
 from agentfy.runtime.runner import Runtime
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, audit, cron, memory, permissions, sessions, skills
-from tests.runtime.conftest import Org, run, send
+from tests.helpers.tenants import Tenant
+from tests.runtime.helpers import inbound, run, send
 
 GROUP = "telegram:-100123"
 
 
-def group_ctx(org: Org, sender: int, **extra: str):  # type: ignore[no-untyped-def]
+def group_ctx(org: Tenant, sender: int, **extra: str):  # type: ignore[no-untyped-def]
     return telegram_context(-100123, sender, is_group=True, tenant_id=org.id, **extra)
 
 
-def grant(db: Database, org: Org, sender: str, config_type: str = "file_writer", *, agent_id: str | None = None,
+def grant(db: Database, org: Tenant, sender: str, config_type: str = "file_writer", *, agent_id: str | None = None,
           allow: bool = True) -> None:
     with db.transaction() as tx:
         permissions.grant(tx, org.scope, agent_id or org.bot.id, chat_scope="group:telegram:-100123",
@@ -31,8 +32,8 @@ def files(runtime: Runtime) -> dict[str, str]:
 
 
 def test_a_group_write_without_a_grant_is_refused_and_nothing_is_written(db: Database, runtime: Runtime,
-                                                                         acme: Org) -> None:
-    reply = send(runtime, acme.inbound(group_ctx(acme, 1001), "/tool write_file path=notes.txt content=hi",
+                                                                         acme: Tenant) -> None:
+    reply = send(runtime, inbound(acme, group_ctx(acme, 1001), "/tool write_file path=notes.txt content=hi",
                                        conversation=GROUP))
     assert reply.text is not None and reply.text.startswith("write_file: denied (no_grant)")
     assert "grant you file_writer for group:telegram:-100123" in reply.text and "sender ID 1001" in reply.text
@@ -42,9 +43,9 @@ def test_a_group_write_without_a_grant_is_refused_and_nothing_is_written(db: Dat
 
 
 def test_a_group_write_with_the_senders_grant_goes_to_the_group_workspace_attributed_to_the_sender(
-        db: Database, runtime: Runtime, acme: Org) -> None:
+        db: Database, runtime: Runtime, acme: Tenant) -> None:
     grant(db, acme, "1001")
-    reply = send(runtime, acme.inbound(group_ctx(acme, 1001), '/tool write_file path=notes/today.txt content="hi all"',
+    reply = send(runtime, inbound(acme, group_ctx(acme, 1001), '/tool write_file path=notes/today.txt content="hi all"',
                                        conversation=GROUP))
     assert reply.text == "write_file: wrote notes/today.txt (6 bytes) for 1001"
     assert files(runtime) == {
@@ -53,35 +54,35 @@ def test_a_group_write_with_the_senders_grant_goes_to_the_group_workspace_attrib
         (entry,) = audit.list_audit(tx, acme.scope, action="workspace.file.written")
     assert entry.actor_id == "1001" and entry.target_id == "group:telegram:-100123/notes/today.txt"
     # another member of the same group has no grant: refused, the file stays as it was
-    other = send(runtime, acme.inbound(group_ctx(acme, 1002), "/tool write_file path=notes/today.txt content=x",
+    other = send(runtime, inbound(acme, group_ctx(acme, 1002), "/tool write_file path=notes/today.txt content=x",
                                        conversation=GROUP))
     assert other.text is not None and "denied (no_grant)" in other.text
     assert list(files(runtime).values()) == ["hi all"]
     # but every member reads the group's files (the SCOPE picks the directory)
-    read = send(runtime, acme.inbound(group_ctx(acme, 1002), "/tool read_file path=notes/today.txt",
+    read = send(runtime, inbound(acme, group_ctx(acme, 1002), "/tool read_file path=notes/today.txt",
                                       conversation=GROUP))
     assert read.text == "read_file: hi all"
 
 
-def test_a_dm_write_needs_no_grant_and_stays_in_the_senders_scope(runtime: Runtime, acme: Org) -> None:
+def test_a_dm_write_needs_no_grant_and_stays_in_the_senders_scope(runtime: Runtime, acme: Tenant) -> None:
     ctx = telegram_context(1001, 1001, is_group=False, tenant_id=acme.id)
-    assert send(runtime, acme.inbound(ctx, "/tool write_file path=../../escape content=x")).text == \
+    assert send(runtime, inbound(acme, ctx, "/tool write_file path=../../escape content=x")).text == \
         "write_file: wrote ../../escape (1 bytes) for 1001"
     assert list(files(runtime)) == ["tenants/acme/agents/bot/scopes/1001/%2e%2e/%2e%2e/escape"]
-    bad = send(runtime, acme.inbound(ctx, "/tool write_file path=a//b content=x"))
+    bad = send(runtime, inbound(acme, ctx, "/tool write_file path=a//b content=x"))
     assert bad.text is not None and "has an empty part" in bad.text
-    unknown = send(runtime, acme.inbound(ctx, "/tool format_disk"))
+    unknown = send(runtime, inbound(acme, ctx, "/tool format_disk"))
     assert unknown.text is not None and "there is no tool 'format_disk'" in unknown.text
 
 
-def test_cron_and_skills_are_gated_and_owned_by_the_actor(db: Database, runtime: Runtime, acme: Org) -> None:
-    refused = send(runtime, acme.inbound(group_ctx(acme, 1001), '/tool create_cron schedule="0 9 * * 1" message=hi',
+def test_cron_and_skills_are_gated_and_owned_by_the_actor(db: Database, runtime: Runtime, acme: Tenant) -> None:
+    refused = send(runtime, inbound(acme, group_ctx(acme, 1001), '/tool create_cron schedule="0 9 * * 1" message=hi',
                                          conversation=GROUP))
     assert refused.text is not None and "denied (no_grant)" in refused.text
     grant(db, acme, "1001")  # file_writer: cron and context files fall back to it
-    made = send(runtime, acme.inbound(group_ctx(acme, 1001), '/tool create_cron schedule="0 9 * * 1" message=hi',
+    made = send(runtime, inbound(acme, group_ctx(acme, 1001), '/tool create_cron schedule="0 9 * * 1" message=hi',
                                       conversation=GROUP))
-    skill = send(runtime, acme.inbound(group_ctx(acme, 1001), "/tool publish_skill name=greet content=Wave",
+    skill = send(runtime, inbound(acme, group_ctx(acme, 1001), "/tool publish_skill name=greet content=Wave",
                                        conversation=GROUP))
     assert made.text is not None and "for 1001" in made.text
     assert skill.text is not None and "owned by 1001" in skill.text
@@ -92,25 +93,25 @@ def test_cron_and_skills_are_gated_and_owned_by_the_actor(db: Database, runtime:
     assert published.owner_id == "1001"  # the person, never the group
 
 
-def test_memory_search_sees_the_scope_only(db: Database, runtime: Runtime, acme: Org) -> None:
+def test_memory_search_sees_the_scope_only(db: Database, runtime: Runtime, acme: Tenant) -> None:
     with db.transaction() as tx:
         memory.upsert_memory_documents(tx, acme.scope, acme.bot.id, [
             memory.MemoryDocumentInput(user_id="group:telegram:-100123", path="plans.md", content="launch on Friday"),
             memory.MemoryDocumentInput(user_id="1001", path="private.md", content="launch secret")])
-    found = send(runtime, acme.inbound(group_ctx(acme, 1002), "/tool search_memory query=launch", conversation=GROUP))
+    found = send(runtime, inbound(acme, group_ctx(acme, 1002), "/tool search_memory query=launch", conversation=GROUP))
     assert found.text == "search_memory: plans.md: launch on Friday"
 
 
-def messages(db: Database, org: Org, session_key: str) -> list[tuple[str, str | None, str]]:
+def messages(db: Database, org: Tenant, session_key: str) -> list[tuple[str, str | None, str]]:
     with db.transaction(write=False) as tx:
         return [(m.role, m.sender_id, m.content) for m in sessions.list_messages(tx, org.scope, session_key)]
 
 
-def test_a_subagent_acts_and_announces_as_the_original_sender(db: Database, runtime: Runtime, acme: Org) -> None:
+def test_a_subagent_acts_and_announces_as_the_original_sender(db: Database, runtime: Runtime, acme: Tenant) -> None:
     grant(db, acme, "1001")
 
     async def scenario() -> str:
-        reply = await runtime(acme.inbound(group_ctx(acme, 1001),
+        reply = await runtime(inbound(acme, group_ctx(acme, 1001),
                                            "/tool spawn_subagent task='/tool write_file path=sub.txt content=ok'",
                                            conversation=GROUP))
         await runtime.wait_idle()
@@ -127,9 +128,9 @@ def test_a_subagent_acts_and_announces_as_the_original_sender(db: Database, runt
     assert entry.actor_id == "1001"
 
 
-def test_without_the_grant_the_subagent_is_refused_too(db: Database, runtime: Runtime, acme: Org) -> None:
+def test_without_the_grant_the_subagent_is_refused_too(db: Database, runtime: Runtime, acme: Tenant) -> None:
     async def scenario() -> None:
-        await runtime(acme.inbound(group_ctx(acme, 1001),
+        await runtime(inbound(acme, group_ctx(acme, 1001),
                                    "/tool spawn_subagent task='/tool write_file path=sub.txt content=ok'",
                                    conversation=GROUP))
         await runtime.wait_idle()
@@ -139,13 +140,13 @@ def test_without_the_grant_the_subagent_is_refused_too(db: Database, runtime: Ru
 
 
 def test_a_delegate_runs_for_the_original_sender_and_announces_back(db: Database, runtime: Runtime,
-                                                                    acme: Org) -> None:
+                                                                    acme: Tenant) -> None:
     with db.transaction() as tx:
         helper = agents.create_agent(tx, acme.scope, agent_key="helper")
     grant(db, acme, "1001", agent_id=helper.id)  # the teammate's own grant for this person
 
     async def scenario() -> str:
-        reply = await runtime(acme.inbound(group_ctx(acme, 1001),
+        reply = await runtime(inbound(acme, group_ctx(acme, 1001),
                                            "/tool delegate agent=helper task='/tool write_file path=d.txt content=ok'",
                                            conversation=GROUP))
         assert reply.text is not None and "to @helper" in reply.text
@@ -155,18 +156,18 @@ def test_a_delegate_runs_for_the_original_sender_and_announces_back(db: Database
     session_key = run(scenario())
     assert list(files(runtime)) == ["tenants/acme/agents/helper/scopes/group%3atelegram%3a-100123/d%2etxt"]
     assert messages(db, acme, session_key)[-2] == ("user", "1001", "write_file: wrote d.txt (2 bytes) for 1001")
-    nobody = send(runtime, acme.inbound(group_ctx(acme, 1001), "/tool delegate agent=ghost task=x",
+    nobody = send(runtime, inbound(acme, group_ctx(acme, 1001), "/tool delegate agent=ghost task=x",
                                         conversation=GROUP))
     assert nobody.text is not None and "there is no agent 'ghost'" in nobody.text
 
 
 def test_tools_run_in_parallel_conversations_without_mixing_identities(db: Database, runtime: Runtime,
-                                                                       acme: Org) -> None:
+                                                                       acme: Tenant) -> None:
     grant(db, acme, "1001")
 
     async def scenario() -> list[str | None]:
         replies = await asyncio.gather(*(
-            runtime(acme.inbound(group_ctx(acme, sender), f"/tool write_file path=f{sender}.txt content=x",
+            runtime(inbound(acme, group_ctx(acme, sender), f"/tool write_file path=f{sender}.txt content=x",
                                  conversation=f"{GROUP}:{sender}"))
             for sender in (1001, 1002)))
         return [r.text for r in replies]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentfy.cli import EXIT_OUTDATED, EXIT_UNAVAILABLE, EXIT_USAGE
-from tests.conftest import IN_CI
+from tests.helpers.databases import IN_CI
 
 
 def _agentfy(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

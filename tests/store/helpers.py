@@ -1,16 +1,19 @@
-"""Fixtures-as-functions for storage tests: organizations and agents in a few lines."""
+"""Helpers for storage tests: agents in a line, row counts, and the not-found rule of cross-tenant look-ups.
+
+Organizations come from :func:`tests.helpers.tenants.make_tenant`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
 from agentfy.identity import Scope
-from agentfy.store.db import Database
-from agentfy.store.repos import agents, orgs
-
-
-def new_tenant(db: Database, slug: str) -> Scope:
-    with db.transaction() as tx:
-        org = orgs.create_organization(tx, slug=slug, name=slug.title())
-    return Scope(org.id)
+from agentfy.ids import format_id
+from agentfy.store.db import Database, Tx
+from agentfy.store.errors import NotFoundError
+from agentfy.store.repos import agents
 
 
 def new_agent(db: Database, scope: Scope, key: str) -> agents.Agent:
@@ -21,3 +24,13 @@ def new_agent(db: Database, scope: Scope, key: str) -> agents.Agent:
 def count(db: Database, table: str) -> int:
     with db.transaction(write=False) as tx:
         return int(tx.scalar(f"SELECT count(*) FROM {table}"))
+
+
+def not_found_like_missing(db: Database, entity: str, prefix: str, call: Callable[[Tx, str], Any],
+                           real_id: str) -> None:
+    """``call`` with another tenant's real ID fails exactly like with an ID that exists nowhere."""
+    missing = format_id(prefix)
+    for ref in (real_id, missing):
+        with pytest.raises(NotFoundError) as caught, db.transaction() as tx:
+            call(tx, ref)
+        assert str(caught.value) == f"{entity} {ref!r} not found"

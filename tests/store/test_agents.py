@@ -13,13 +13,14 @@ from agentfy.ids.retry import IdRetryExhaustedError
 from agentfy.store.db import Database
 from agentfy.store.errors import ConflictError, NotFoundError
 from agentfy.store.repos import agents, orgs
+from tests.helpers.tenants import make_tenant
 from tests.ids.sources import ReplaySource
 from tests.ids.strategies import agentfy_ids, canonical_ids, mutations
-from tests.store.helpers import count, new_agent, new_tenant
+from tests.store.helpers import count, new_agent
 
 
 def test_create_mints_a_canonical_id_and_keeps_both_identities(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "support-bot")
     assert is_canonical_id(agent.id, "agent") and agent.agent_key == "support-bot"
     assert agent.tenant_id == acme.tenant_id and agent.display_name == "support-bot"
@@ -31,7 +32,7 @@ def test_create_mints_a_canonical_id_and_keeps_both_identities(db: Database) -> 
 
 
 def test_same_key_in_two_tenants_is_two_agents(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     a, b = new_agent(db, acme, "tieu-ho"), new_agent(db, globex, "tieu-ho")
     assert a.id != b.id
     with db.transaction() as tx:
@@ -40,7 +41,7 @@ def test_same_key_in_two_tenants_is_two_agents(db: Database) -> None:
 
 
 def test_another_tenants_agent_is_not_found_like_a_missing_one(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     theirs = new_agent(db, globex, "secret-bot")
     missing = format_id("agent")
     with db.transaction() as tx:
@@ -60,7 +61,7 @@ def test_another_tenants_agent_is_not_found_like_a_missing_one(db: Database) -> 
 
 
 def test_duplicate_key_is_a_conflict_not_retried_and_writes_nothing(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     new_agent(db, acme, "bot")
     with pytest.raises(ConflictError, match="agent_key 'bot' is already used") as caught, db.transaction() as tx:
         agents.create_agent(tx, acme, agent_key="bot")
@@ -73,7 +74,7 @@ def test_duplicate_key_is_a_conflict_not_retried_and_writes_nothing(db: Database
                                  "agent-calm-rivers-k8m4p2d7n9xi",  # Store Deputy shape (12 [a-z0-9])
                                  "bot\n", "b\u00f6t"])
 def test_bad_keys_are_refused_with_the_rule_and_nothing_is_written(db: Database, bad: str) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with pytest.raises(InvalidAgentKeyError) as caught, db.transaction() as tx:
         agents.create_agent(tx, acme, agent_key=bad)
     assert repr(bad) in str(caught.value)
@@ -81,14 +82,14 @@ def test_bad_keys_are_refused_with_the_rule_and_nothing_is_written(db: Database,
 
 
 def test_key_that_looks_like_an_id_says_so(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with pytest.raises(InvalidAgentKeyError, match="shape of an ID"), db.transaction() as tx:
         agents.create_agent(tx, acme, agent_key="robot-calm-rivers-k8m4p2d7n9x3")
 
 
 @pytest.mark.parametrize("bad", ["team-calm-rivers-k8m4p2d7n9x3", "AGENT-CALM", "", "not an id", "agent-calm-rivers"])
 def test_writes_parse_ids_first(db: Database, bad: str) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         with pytest.raises(InvalidIdError) as caught:
             agents.delete_agent(tx, acme, bad)
@@ -98,7 +99,7 @@ def test_writes_parse_ids_first(db: Database, bad: str) -> None:
 
 
 def test_resolve_refuses_what_is_neither_id_nor_key(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with pytest.raises(InvalidAgentKeyError, match=r"expected an agent ID .* or an agent_key"), db.transaction() as tx:
         agents.resolve_agent(tx, acme, "Not A Key")
     with pytest.raises(InvalidIdError, match=r"prefix 'team' .* is not the expected 'agent'"), db.transaction() as tx:
@@ -130,7 +131,7 @@ def test_resolve_decides_every_value_as_the_id_and_key_rules_do(db: Database, va
 
 
 def test_a_key_that_starts_like_an_agent_id_is_still_a_key(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     smith = new_agent(db, acme, "agent-smith")
     with db.transaction(write=False) as tx:
         assert agents.resolve_agent(tx, acme, "agent-smith") == smith
@@ -147,7 +148,7 @@ def test_scope_refuses_anything_but_an_org_id() -> None:
 
 
 def test_rename_frees_the_old_key_at_once_and_keeps_the_id(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "old-name")
     with db.transaction() as tx:
         renamed = agents.rename_agent(tx, acme, agent.id, "new-name")
@@ -157,7 +158,7 @@ def test_rename_frees_the_old_key_at_once_and_keeps_the_id(db: Database) -> None
 
 
 def test_rename_to_a_taken_key_is_a_conflict(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     a = new_agent(db, acme, "a")
     new_agent(db, acme, "b")
     with pytest.raises(ConflictError), db.transaction() as tx:
@@ -165,7 +166,7 @@ def test_rename_to_a_taken_key_is_a_conflict(db: Database) -> None:
 
 
 def test_archive_and_delete_free_the_key_at_once(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     first = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         agents.archive_agent(tx, acme, first.id)
@@ -210,7 +211,7 @@ def test_collisions_on_every_attempt_give_up_after_five_and_write_nothing(db_url
 
 
 def test_list_and_update(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     new_agent(db, acme, "b")
     a = new_agent(db, acme, "a")
     with db.transaction() as tx:

@@ -11,11 +11,12 @@ from agentfy.ids import format_id, is_canonical_id
 from agentfy.store.db import Database
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError
 from agentfy.store.repos import audit, orgs, policies
-from tests.store.helpers import count, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count
 
 
 def test_audit_records_history_as_given_and_reads_newest_first(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         first = audit.record_audit(tx, acme, action="agent.create", actor_id="user-calm-rivers-k8m4p2d7n9x3",
                                    target_id="agent-calm-rivers-k8m4p2d7n9x3", details={"key": "bot"})
@@ -35,7 +36,7 @@ def test_audit_records_history_as_given_and_reads_newest_first(db: Database) -> 
 
 
 def test_audit_entries_of_another_tenant_are_not_found(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     with db.transaction() as tx:
         theirs = audit.record_audit(tx, globex, action="secret.read")
     with db.transaction() as tx:
@@ -49,7 +50,7 @@ def test_audit_entries_of_another_tenant_are_not_found(db: Database) -> None:
 
 
 def test_audit_outlives_its_organization_and_refuses_only_non_strings(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         audit.record_audit(tx, acme, action="org.delete")
         with pytest.raises(InvalidInputError):
@@ -66,7 +67,7 @@ def test_audit_outlives_its_organization_and_refuses_only_non_strings(db: Databa
 
 
 def test_policies_crud(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         tools = policies.create_policy(tx, acme, "tools", {"allow": ["search"]})
         policies.create_policy(tx, acme, "retention", {"days": 30})
@@ -81,7 +82,7 @@ def test_policies_crud(db: Database) -> None:
 
 
 def test_duplicate_policy_name_is_a_conflict_per_organization(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     with db.transaction() as tx:
         policies.create_policy(tx, acme, "tools", {})
         policies.create_policy(tx, globex, "tools", {})
@@ -92,7 +93,7 @@ def test_duplicate_policy_name_is_a_conflict_per_organization(db: Database) -> N
 
 
 def test_policies_of_another_tenant_are_not_found(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     with db.transaction() as tx:
         theirs = policies.create_policy(tx, globex, "tools", {"allow": ["all"]})
     with db.transaction() as tx:

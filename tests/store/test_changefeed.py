@@ -19,7 +19,8 @@ from agentfy.store.changefeed.changes import CHANNEL, PAYLOAD_LIMIT_BYTES
 from agentfy.store.changefeed.listener import APPLICATION_NAME
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, orgs, teams
-from tests.store.helpers import new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import new_agent
 
 
 class Recorder:
@@ -84,7 +85,7 @@ def test_decode_names_what_is_wrong(payload: str) -> None:
 # -- delivery in one process (both engines) ----------------------------------------------------------------------
 def test_changes_are_told_once_after_commit_in_commit_order_never_when_rolled_back(db: Database) -> None:
     seen = Recorder(db)
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         agents.rename_agent(tx, acme, bot.id, "helper")
@@ -107,7 +108,7 @@ def test_changes_are_told_once_after_commit_in_commit_order_never_when_rolled_ba
 
 def test_every_change_that_can_stale_a_cache_is_recorded(db: Database) -> None:
     seen = Recorder(db)
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         team = teams.create_team(tx, acme, name="core")
@@ -130,7 +131,7 @@ def test_every_change_that_can_stale_a_cache_is_recorded(db: Database) -> None:
 
 def test_concurrent_commits_are_told_in_commit_order(db: Database) -> None:
     seen = Recorder(db)
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     names: list[str] = []
     order_lock = threading.Lock()
@@ -172,7 +173,7 @@ def pg_pair(pg_db: Database) -> Iterator[tuple[Database, Database]]:
 def test_another_process_hears_every_committed_change_in_order(pg_pair: tuple[Database, Database]) -> None:
     db, other = pg_pair
     heard = Recorder(other)
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     with pytest.raises(RuntimeError), db.transaction() as tx:
         agents.rename_agent(tx, acme, bot.id, "never")
@@ -189,7 +190,7 @@ def test_another_process_hears_every_committed_change_in_order(pg_pair: tuple[Da
 def test_a_listening_process_hears_its_own_changes_from_the_feed_once(pg_pair: tuple[Database, Database]) -> None:
     _, other = pg_pair
     heard = Recorder(other)
-    acme = new_tenant(other, "acme")
+    acme = make_tenant(other, "acme").scope
     new_agent(other, acme, "bot")
     assert heard.wait(1) == [("agent", "created", "bot")]
     time.sleep(0.2)
@@ -210,7 +211,7 @@ def test_a_killed_listening_connection_flushes_stops_caching_and_comes_back(pg_p
         time.sleep(0.01)
     assert other.changes.wait_listening(10) and other.changes.cacheable
     assert len(heard.resets) >= 2  # lost, then re-established: flush both times
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     new_agent(db, acme, "bot")
     assert heard.wait(1) == [("agent", "created", "bot")]
 
@@ -229,7 +230,7 @@ def test_an_unreadable_notification_flushes_instead_of_guessing(pg_pair: tuple[D
 def test_an_organization_deleted_elsewhere_is_heard(pg_pair: tuple[Database, Database]) -> None:
     db, other = pg_pair
     heard = Recorder(other)
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         orgs.delete_organization(tx, acme.tenant_id)
     assert heard.wait(1) == [("org", "deleted", None)]
@@ -241,7 +242,7 @@ def test_another_process_on_a_sqlite_file_hears_changes_through_the_log(sqlite_d
     try:
         assert other.changes.start_listening(other.conninfo)
         heard = Recorder(other)
-        acme = new_tenant(sqlite_db, "acme")
+        acme = make_tenant(sqlite_db, "acme").scope
         bot = new_agent(sqlite_db, acme, "bot")
         with sqlite_db.transaction() as tx:
             agents.rename_agent(tx, acme, bot.id, "helper")

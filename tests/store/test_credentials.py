@@ -17,9 +17,11 @@ from agentfy.store.repos.credentials import (
     CredentialCipher,
     CredentialDecryptionError,
     CredentialKeyError,
+    decode_key,
     load_or_create_key_file,
 )
-from tests.store.helpers import count, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count
 
 KEY = bytes(range(32))
 
@@ -38,7 +40,7 @@ def _stored(db: Database, org_id: str, name: str) -> tuple[bytes, bytes]:
 
 
 def test_put_get_list_replace_delete(db: Database, cipher: CredentialCipher) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         first = credentials.put_credential(tx, acme, cipher, "openai", b"sk-first")
         credentials.put_credential(tx, acme, cipher, "anthropic", b"sk-ant")
@@ -65,7 +67,7 @@ def test_every_encryption_uses_a_fresh_nonce(cipher: CredentialCipher) -> None:
 
 
 def test_a_ciphertext_copied_to_another_organization_does_not_decrypt(db: Database, cipher: CredentialCipher) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     with db.transaction() as tx:
         credentials.put_credential(tx, acme, cipher, "openai", b"acme's secret")
         credentials.put_credential(tx, globex, cipher, "openai", b"globex's secret")
@@ -80,7 +82,7 @@ def test_a_ciphertext_copied_to_another_organization_does_not_decrypt(db: Databa
 
 
 def test_a_wrong_key_or_a_tampered_ciphertext_raises_never_garbage(db: Database, cipher: CredentialCipher) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         credentials.put_credential(tx, acme, cipher, "token", b"secret")
     with db.transaction() as tx, pytest.raises(CredentialDecryptionError):
@@ -93,7 +95,7 @@ def test_a_wrong_key_or_a_tampered_ciphertext_raises_never_garbage(db: Database,
 
 
 def test_another_tenants_credential_is_not_found(db: Database, cipher: CredentialCipher) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     with db.transaction() as tx:
         credentials.put_credential(tx, globex, cipher, "openai", b"theirs")
     with db.transaction() as tx:
@@ -108,17 +110,15 @@ def test_another_tenants_credential_is_not_found(db: Database, cipher: Credentia
     assert count(db, "org_credentials") == 2
 
 
-def test_key_from_env() -> None:
+def test_key_from_base64_text() -> None:
     encoded = base64.b64encode(KEY).decode()
-    cipher = CredentialCipher.from_env({"AGENTFY_CREDENTIALS_KEY": encoded})
+    cipher = CredentialCipher(decode_key(encoded, "$AGENTFY_CREDENTIALS_KEY"))
     assert CredentialCipher(KEY).decrypt("o", *cipher.encrypt("o", b"s")) == b"s"
     assert "key hidden" in repr(cipher) and encoded not in repr(cipher)
-    with pytest.raises(CredentialKeyError, match="AGENTFY_CREDENTIALS_KEY is not set"):
-        CredentialCipher.from_env({})
     with pytest.raises(CredentialKeyError, match="not valid base64"):
-        CredentialCipher.from_env({"AGENTFY_CREDENTIALS_KEY": "not base64!"})
+        decode_key("not base64!", "$AGENTFY_CREDENTIALS_KEY")
     with pytest.raises(CredentialKeyError, match="decodes to 16 bytes"):
-        CredentialCipher.from_env({"AGENTFY_CREDENTIALS_KEY": base64.b64encode(bytes(16)).decode()})
+        decode_key(base64.b64encode(bytes(16)).decode(), "$AGENTFY_CREDENTIALS_KEY")
     with pytest.raises(CredentialKeyError, match="must be 32 bytes"):
         CredentialCipher(b"short")
 

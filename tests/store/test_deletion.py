@@ -37,7 +37,8 @@ from agentfy.store.repos import (
 )
 from agentfy.store.repos.credentials import CredentialCipher
 from agentfy.store.schema import metadata
-from tests.store.helpers import new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import new_agent
 
 GROUP = "group:telegram:-100123"
 #: Tables keyed by tenant but deliberately without a foreign key (history and telemetry, kept or anonymised
@@ -117,7 +118,7 @@ def _agent_owned(tx: Tx, scope: Scope, agent_id: str, session_key: str) -> None:
 
 
 def build_graph(db: Database, slug: str) -> Graph:
-    scope = new_tenant(db, slug)
+    scope = make_tenant(db, slug).scope
     a, b, c = (new_agent(db, scope, key).id for key in ("a", "b", "c"))
     with db.transaction() as tx:
         a_notes, a_shared = _vault(tx, scope, a, "notes.md"), _vault(tx, scope, a, "shared.md")

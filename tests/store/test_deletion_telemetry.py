@@ -6,7 +6,8 @@ from agentfy.events.outbox import publish
 from agentfy.store.db import Database
 from agentfy.store.orphans import scan
 from agentfy.store.repos import agents, orgs
-from tests.store.helpers import new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import new_agent
 
 
 def _telemetry(db: Database, tenant_id: str, agent_id: str, n: int) -> None:
@@ -27,7 +28,7 @@ def _agent_ids(db: Database, table: str) -> list[object]:
 
 
 def test_deleting_an_agent_anonymises_its_telemetry_and_leaves_no_dangling_reference(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     doomed, kept = new_agent(db, acme, "doomed"), new_agent(db, acme, "kept")
     _telemetry(db, acme.tenant_id, doomed.id, 1)
     _telemetry(db, acme.tenant_id, kept.id, 2)
@@ -39,7 +40,7 @@ def test_deleting_an_agent_anonymises_its_telemetry_and_leaves_no_dangling_refer
 
 
 def test_deleting_an_organization_removes_its_telemetry_and_keeps_the_others(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     a, g = new_agent(db, acme, "bot"), new_agent(db, globex, "bot")
     _telemetry(db, acme.tenant_id, a.id, 1)
     _telemetry(db, globex.tenant_id, g.id, 2)

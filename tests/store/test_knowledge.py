@@ -14,7 +14,8 @@ from agentfy.store.db import Database, Tx
 from agentfy.store.errors import InvalidInputError, NotFoundError, StoreError
 from agentfy.store.repos import knowledge
 from agentfy.store.repos.knowledge import EntityInput, EntityRef, RelationInput
-from tests.store.helpers import count, new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count, new_agent
 
 
 def _entity(agent_id: str, name: str, **kwargs: Any) -> EntityInput:
@@ -45,7 +46,7 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 
 def test_ingest_returns_ids_in_input_order_and_links_new_and_existing_entities(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         (alice,) = knowledge.ingest_graph(tx, acme, entities=[_entity(bot.id, "Alice")]).entity_ids
@@ -85,7 +86,7 @@ class World:
 
 
 def _setup(db: Database) -> World:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     bot, helper, theirs = new_agent(db, acme, "bot"), new_agent(db, acme, "helper"), new_agent(db, globex, "bot")
     with db.transaction() as tx:
         (existing,) = knowledge.ingest_graph(tx, acme, entities=[_entity(bot.id, "Existing")]).entity_ids
@@ -182,7 +183,7 @@ def test_one_bad_relation_fails_the_whole_ingest_and_writes_nothing(db: Database
 
 
 def test_ingest_sends_a_constant_number_of_statements(db: Database, statements: list[str]) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot, helper = new_agent(db, acme, "bot"), new_agent(db, acme, "helper")
     with db.transaction() as tx:
         (existing,) = knowledge.ingest_graph(tx, acme, entities=[_entity(bot.id, "Existing")]).entity_ids
@@ -204,7 +205,7 @@ def test_ingest_sends_a_constant_number_of_statements(db: Database, statements: 
 
 
 def test_merge_repoints_relations_drops_internal_ones_and_deletes_duplicates(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         a, b, b2, c = knowledge.ingest_graph(tx, acme, entities=[
@@ -264,7 +265,7 @@ def test_entities_of_another_tenant_are_not_found(db: Database) -> None:
 
 
 def test_delete_entity_takes_its_relations(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         a, _b = knowledge.ingest_graph(tx, acme, entities=[_entity(bot.id, "A"), _entity(bot.id, "B")], relations=[
@@ -275,7 +276,7 @@ def test_delete_entity_takes_its_relations(db: Database) -> None:
 
 
 def test_empty_ingest_does_nothing(db: Database, statements: list[str]) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     statements.clear()
     with db.transaction() as tx:
         assert knowledge.ingest_graph(tx, acme, entities=[]) == knowledge.IngestResult((), ())
@@ -284,7 +285,7 @@ def test_empty_ingest_does_nothing(db: Database, statements: list[str]) -> None:
 
 @pytest.mark.slow
 def test_a_100k_entity_ingest_for_one_agent_is_one_call(db: Database, statements: list[str]) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     statements.clear()
     with db.transaction() as tx:

@@ -8,20 +8,12 @@ from typing import Any
 import pytest
 
 from agentfy.identity import InvalidIdError, Scope
-from agentfy.ids import format_id, is_canonical_id
+from agentfy.ids import is_canonical_id
 from agentfy.store.db import Database, Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError
 from agentfy.store.repos import links, tasks, teams
-from tests.store.helpers import count, new_agent, new_tenant
-
-
-def _not_found_like_missing(db: Database, entity: str, prefix: str, call: Callable[[Tx, str], Any],
-                            real_id: str) -> None:
-    missing = format_id(prefix)
-    for ref in (real_id, missing):
-        with pytest.raises(NotFoundError) as caught, db.transaction() as tx:
-            call(tx, ref)
-        assert str(caught.value) == f"{entity} {ref!r} not found"
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count, new_agent, not_found_like_missing
 
 
 def _vault_document(db: Database, scope: Scope, agent_id: str, path: str) -> str:
@@ -37,7 +29,7 @@ def _vault_document(db: Database, scope: Scope, agent_id: str, path: str) -> str
 
 # -- links ------------------------------------------------------------------------------------------------
 def test_links_create_list_get_delete_and_duplicates(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     a, b, c = new_agent(db, acme, "a"), new_agent(db, acme, "b"), new_agent(db, acme, "c")
     with db.transaction() as tx:
         ab = links.create_link(tx, acme, a.id, b.id)
@@ -59,7 +51,7 @@ def test_links_create_list_get_delete_and_duplicates(db: Database) -> None:
 
 
 def test_self_links_are_refused(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     a = new_agent(db, acme, "a")
     with pytest.raises(InvalidInputError, match="itself"), db.transaction() as tx:
         links.create_link(tx, acme, a.id, a.id)
@@ -67,24 +59,24 @@ def test_self_links_are_refused(db: Database) -> None:
 
 
 def test_links_to_or_from_another_tenants_agent_are_not_found(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     mine, theirs = new_agent(db, acme, "a"), new_agent(db, globex, "a")
-    _not_found_like_missing(db, "agent", "agent", lambda tx, ref: links.create_link(tx, acme, mine.id, ref),
-                            theirs.id)
-    _not_found_like_missing(db, "agent", "agent", lambda tx, ref: links.create_link(tx, acme, ref, mine.id),
-                            theirs.id)
-    _not_found_like_missing(db, "agent", "agent", lambda tx, ref: links.list_links(tx, acme, ref), theirs.id)
+    not_found_like_missing(db, "agent", "agent", lambda tx, ref: links.create_link(tx, acme, mine.id, ref),
+                           theirs.id)
+    not_found_like_missing(db, "agent", "agent", lambda tx, ref: links.create_link(tx, acme, ref, mine.id),
+                           theirs.id)
+    not_found_like_missing(db, "agent", "agent", lambda tx, ref: links.list_links(tx, acme, ref), theirs.id)
     assert count(db, "agent_links") == 0
     other = new_agent(db, globex, "b")
     with db.transaction() as tx:
         their_link = links.create_link(tx, globex, theirs.id, other.id)
     for call in (lambda tx, ref: links.get_link(tx, acme, ref), lambda tx, ref: links.delete_link(tx, acme, ref)):
-        _not_found_like_missing(db, "agent link", "agent-link", call, their_link.id)
+        not_found_like_missing(db, "agent link", "agent-link", call, their_link.id)
     assert count(db, "agent_links") == 1
 
 
 def test_link_ids_are_parsed_before_sql(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     a = new_agent(db, acme, "a")
     with pytest.raises(InvalidIdError) as caught, db.transaction() as tx:
         links.create_link(tx, acme, a.id, "b")
@@ -99,7 +91,7 @@ def test_link_ids_are_parsed_before_sql(db: Database) -> None:
 
 # -- MCP servers ------------------------------------------------------------------------------------------
 def test_mcp_servers_per_agent(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     a, b = new_agent(db, acme, "a"), new_agent(db, acme, "b")
     with db.transaction() as tx:
         server = links.add_mcp_server(tx, acme, a.id, name="github", url="https://mcp.example/github",
@@ -112,13 +104,13 @@ def test_mcp_servers_per_agent(db: Database) -> None:
     with db.transaction() as tx:
         assert links.get_mcp_server(tx, acme, server.id) == server
         assert links.list_mcp_servers(tx, acme, a.id) == [server]
-    _not_found_like_missing(db, "MCP server", "agent-mcp-server",
-                            lambda tx, ref: links.get_mcp_server(tx, globex, ref), server.id)
-    _not_found_like_missing(db, "MCP server", "agent-mcp-server",
-                            lambda tx, ref: links.delete_mcp_server(tx, globex, ref), server.id)
-    _not_found_like_missing(db, "agent", "agent",
-                            lambda tx, ref: links.add_mcp_server(tx, globex, ref, name="x", url="https://x"), a.id)
-    _not_found_like_missing(db, "agent", "agent", lambda tx, ref: links.list_mcp_servers(tx, globex, ref), a.id)
+    not_found_like_missing(db, "MCP server", "agent-mcp-server",
+                           lambda tx, ref: links.get_mcp_server(tx, globex, ref), server.id)
+    not_found_like_missing(db, "MCP server", "agent-mcp-server",
+                           lambda tx, ref: links.delete_mcp_server(tx, globex, ref), server.id)
+    not_found_like_missing(db, "agent", "agent",
+                           lambda tx, ref: links.add_mcp_server(tx, globex, ref, name="x", url="https://x"), a.id)
+    not_found_like_missing(db, "agent", "agent", lambda tx, ref: links.list_mcp_servers(tx, globex, ref), a.id)
     with pytest.raises(InvalidInputError, match="control character"), db.transaction() as tx:
         links.add_mcp_server(tx, acme, a.id, name="x", url="https://x\n")
     with pytest.raises(InvalidIdError), db.transaction() as tx:
@@ -130,7 +122,7 @@ def test_mcp_servers_per_agent(db: Database) -> None:
 
 # -- tasks and attachments --------------------------------------------------------------------------------
 def test_tasks_create_list_status_assign_delete(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     a, b = new_agent(db, acme, "a"), new_agent(db, acme, "b")
     with db.transaction() as tx:
         team = teams.create_team(tx, acme, name="T", lead_agent_id=a.id)
@@ -154,7 +146,7 @@ def test_tasks_create_list_status_assign_delete(db: Database) -> None:
 
 
 def test_task_references_must_be_in_the_tenant(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     mine, theirs = new_agent(db, acme, "a"), new_agent(db, globex, "a")
     with db.transaction() as tx:
         team = teams.create_team(tx, acme, name="T")
@@ -164,10 +156,10 @@ def test_task_references_must_be_in_the_tenant(db: Database) -> None:
                  lambda tx, ref: tasks.create_task(tx, acme, team.id, title="x", assignee_agent_id=ref),
                  lambda tx, ref: tasks.assign_task(tx, acme, task.id, ref),
                  lambda tx, ref: tasks.add_attachment(tx, acme, task.id, name="x", created_by_agent_id=ref)):
-        _not_found_like_missing(db, "agent", "agent", call, theirs.id)
-    _not_found_like_missing(db, "team", "team", lambda tx, ref: tasks.create_task(tx, acme, ref, title="x"),
-                            their_team.id)
-    _not_found_like_missing(db, "team", "team", lambda tx, ref: tasks.list_tasks(tx, acme, ref), their_team.id)
+        not_found_like_missing(db, "agent", "agent", call, theirs.id)
+    not_found_like_missing(db, "team", "team", lambda tx, ref: tasks.create_task(tx, acme, ref, title="x"),
+                           their_team.id)
+    not_found_like_missing(db, "team", "team", lambda tx, ref: tasks.list_tasks(tx, acme, ref), their_team.id)
     task_calls: list[Callable[[Tx, str], Any]] = [
         lambda tx, ref: tasks.get_task(tx, globex, ref),
         lambda tx, ref: tasks.set_task_status(tx, globex, ref, "done"),
@@ -177,11 +169,11 @@ def test_task_references_must_be_in_the_tenant(db: Database) -> None:
         lambda tx, ref: tasks.add_attachment(tx, globex, ref, name="x"),
     ]
     for task_call in task_calls:
-        _not_found_like_missing(db, "team task", "team-task", task_call, task.id)
+        not_found_like_missing(db, "team task", "team-task", task_call, task.id)
     their_document = _vault_document(db, globex, theirs.id, "notes.md")
-    _not_found_like_missing(db, "vault document", "vault-document",
-                            lambda tx, ref: tasks.add_attachment(tx, acme, task.id, name="x", vault_document_id=ref),
-                            their_document)
+    not_found_like_missing(db, "vault document", "vault-document",
+                           lambda tx, ref: tasks.add_attachment(tx, acme, task.id, name="x", vault_document_id=ref),
+                           their_document)
     assert count(db, "team_tasks") == 1 and count(db, "team_task_attachments") == 0
     with db.transaction() as tx:
         assert tasks.get_task(tx, acme, task.id) == task
@@ -189,7 +181,7 @@ def test_task_references_must_be_in_the_tenant(db: Database) -> None:
 
 
 def test_task_ids_are_parsed_before_sql(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     a = new_agent(db, acme, "a")
     with db.transaction() as tx:
         team = teams.create_team(tx, acme, name="T")
@@ -211,7 +203,7 @@ def test_task_ids_are_parsed_before_sql(db: Database) -> None:
 
 
 def test_attachments_with_and_without_a_vault_document(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     a = new_agent(db, acme, "a")
     document = _vault_document(db, acme, a.id, "spec.md")
     with db.transaction() as tx:
@@ -226,7 +218,7 @@ def test_attachments_with_and_without_a_vault_document(db: Database) -> None:
         assert tasks.list_attachments(tx, acme, task.id) == [linked, note]
     for call in (lambda tx, ref: tasks.get_attachment(tx, globex, ref),
                  lambda tx, ref: tasks.delete_attachment(tx, globex, ref)):
-        _not_found_like_missing(db, "team task attachment", "team-task-attachment", call, linked.id)
+        not_found_like_missing(db, "team task attachment", "team-task-attachment", call, linked.id)
     with db.transaction() as tx:
         tasks.delete_task(tx, acme, task.id)
     assert count(db, "team_task_attachments") == 0 and count(db, "vault_documents") == 1

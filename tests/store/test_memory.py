@@ -10,7 +10,8 @@ from agentfy.store.db import Database
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, StoreError
 from agentfy.store.repos import memory
 from agentfy.store.repos.memory import MemoryDocumentInput as Doc
-from tests.store.helpers import count, new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count, new_agent
 
 BAD_AGENT_IDS = ["goctech-leader", "00000000-0000-0000-0000-000000000000", "team-calm-rivers-k8m4p2d7n9x3", ""]
 
@@ -24,7 +25,7 @@ def _summary(db: Database, scope, agent_id: str, session_key: str = "s-1", n: in
 
 # -- episodic summaries -------------------------------------------------------------------------------------
 def test_summary_is_idempotent_per_tenant_session_and_compaction(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     first, created = _summary(db, acme, bot.id, text="first version")
     assert created and is_canonical_id(first.id, "episodic-summary") and first.agent_id == bot.id
@@ -36,14 +37,14 @@ def test_summary_is_idempotent_per_tenant_session_and_compaction(db: Database) -
 
 
 def test_same_session_key_in_two_tenants_is_two_summaries(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     a, b = new_agent(db, acme, "bot"), new_agent(db, globex, "bot")
     assert _summary(db, acme, a.id)[1] and _summary(db, globex, b.id)[1]
     assert count(db, "episodic_summaries") == 2
 
 
 def test_summary_key_reused_for_another_agent_is_a_conflict(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     a, b = new_agent(db, acme, "a"), new_agent(db, acme, "b")
     _summary(db, acme, a.id)
     with pytest.raises(ConflictError, match="session 's-1' compaction 0 already has a summary"):
@@ -53,7 +54,7 @@ def test_summary_key_reused_for_another_agent_is_a_conflict(db: Database) -> Non
 
 @pytest.mark.parametrize("bad", BAD_AGENT_IDS)
 def test_summary_refuses_a_non_id_agent_before_sql(db: Database, bad: str) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with pytest.raises(InvalidIdError) as caught:
         _summary(db, acme, bad)
     assert caught.value.field == "agent_id" and caught.value.value == bad
@@ -61,7 +62,7 @@ def test_summary_refuses_a_non_id_agent_before_sql(db: Database, bad: str) -> No
 
 
 def test_summary_for_another_tenants_agent_is_not_found(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     theirs = new_agent(db, globex, "bot")
     for ref in (theirs.id, format_id("agent")):
         with pytest.raises(NotFoundError, match=f"agent '{ref}' not found"):
@@ -77,7 +78,7 @@ def test_summary_for_another_tenants_agent_is_not_found(db: Database) -> None:
                                                ("summary", {"summary": ""}),
                                                ("summary", {"summary": "a\x00b"})])
 def test_summary_fields_are_checked(db: Database, field: str, kwargs: dict[str, object]) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     values: dict[str, object] = {"agent_id": bot.id, "user_id": "u", "session_key": "s", "compaction_count": 0,
                                  "summary": "x", **kwargs}
@@ -87,7 +88,7 @@ def test_summary_fields_are_checked(db: Database, field: str, kwargs: dict[str, 
 
 
 def test_unpromoted_summaries_and_mark_promoted(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     s0, _ = _summary(db, acme, bot.id, n=0)
     s1, _ = _summary(db, acme, bot.id, n=1)
@@ -102,7 +103,7 @@ def test_unpromoted_summaries_and_mark_promoted(db: Database) -> None:
 
 
 def test_mark_promoted_is_all_or_nothing_and_tenant_scoped(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     mine, _ = _summary(db, acme, new_agent(db, acme, "bot").id)
     theirs, _ = _summary(db, globex, new_agent(db, globex, "bot").id)
     with pytest.raises(NotFoundError, match=rf"ids\[1\]: episodic summary '{theirs.id}' not found"), \
@@ -117,7 +118,7 @@ def test_mark_promoted_is_all_or_nothing_and_tenant_scoped(db: Database) -> None
 
 # -- memory documents ---------------------------------------------------------------------------------------
 def test_upsert_inserts_then_updates_in_place(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         first = memory.upsert_memory_documents(tx, acme, bot.id, [
@@ -145,7 +146,7 @@ def test_upsert_inserts_then_updates_in_place(db: Database) -> None:
 
 
 def test_upsert_replaces_metadata_when_given(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         (doc_id,) = memory.upsert_memory_documents(tx, acme, bot.id, [Doc(path="a", content="x", metadata={"a": 1})])
@@ -166,7 +167,7 @@ BAD_ROWS = {
 @pytest.mark.parametrize("position", ["first", "middle", "last"])
 @pytest.mark.parametrize("case", list(BAD_ROWS))
 def test_one_bad_document_fails_the_whole_batch_and_writes_nothing(db: Database, case: str, position: str) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         (existing,) = memory.upsert_memory_documents(tx, acme, bot.id, [Doc(path="existing", content="old")])
@@ -187,7 +188,7 @@ def test_one_bad_document_fails_the_whole_batch_and_writes_nothing(db: Database,
 
 @pytest.mark.parametrize("bad", BAD_AGENT_IDS)
 def test_upsert_refuses_a_non_id_agent_and_writes_nothing(db: Database, bad: str) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with pytest.raises(InvalidIdError) as caught, db.transaction() as tx:
         memory.upsert_memory_documents(tx, acme, bad, [Doc(path="p", content="x")])
     assert caught.value.field == "agent_id" and repr(bad) in str(caught.value)
@@ -195,7 +196,7 @@ def test_upsert_refuses_a_non_id_agent_and_writes_nothing(db: Database, bad: str
 
 
 def test_upsert_for_another_tenants_agent_is_not_found_and_writes_nothing(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     theirs = new_agent(db, globex, "bot")
     with pytest.raises(NotFoundError, match=f"agent '{theirs.id}' not found"), db.transaction() as tx:
         memory.upsert_memory_documents(tx, acme, theirs.id, [Doc(path="p", content="x")])
@@ -203,7 +204,7 @@ def test_upsert_for_another_tenants_agent_is_not_found_and_writes_nothing(db: Da
 
 
 def test_documents_of_another_tenant_are_not_found(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     theirs = new_agent(db, globex, "bot")
     with db.transaction() as tx:
         (doc_id,) = memory.upsert_memory_documents(tx, globex, theirs.id, [Doc(path="secret", content="x")])
@@ -225,7 +226,7 @@ def test_documents_of_another_tenant_are_not_found(db: Database) -> None:
 
 
 def test_chunks_are_replaced_and_a_bad_chunk_keeps_the_old_ones(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         (doc_id,) = memory.upsert_memory_documents(tx, acme, bot.id, [Doc(path="a", content="abc")])
@@ -244,7 +245,7 @@ def test_chunks_are_replaced_and_a_bad_chunk_keeps_the_old_ones(db: Database) ->
 
 
 def test_empty_batch_writes_nothing(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         assert memory.upsert_memory_documents(tx, acme, bot.id, []) == []

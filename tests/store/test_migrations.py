@@ -16,7 +16,7 @@ from agentfy.store.db import Database
 from agentfy.store.errors import DanglingReferenceError, InvalidInputError
 from agentfy.store.migrate import current_revision, head_revision, is_at_head, upgrade
 from agentfy.store.schema import metadata
-from tests.conftest import PgDatabases
+from tests.helpers.databases import PgDatabases
 
 
 def _assert_no_drift(db: Database) -> None:

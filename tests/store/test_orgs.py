@@ -9,7 +9,8 @@ from agentfy.ids import is_canonical_id
 from agentfy.store.db import Database
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, TransactionFailedError
 from agentfy.store.repos import orgs
-from tests.store.helpers import count, new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count, new_agent
 
 
 def test_create_mints_an_org_id_and_slugs_are_unique(db: Database) -> None:
@@ -40,7 +41,7 @@ def test_the_platform_organization_is_created_once_with_the_seeds_id(db: Databas
 
 
 def test_default_agent_must_be_an_agent_of_the_tenant(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     mine, theirs = new_agent(db, acme, "bot"), new_agent(db, globex, "bot")
     with db.transaction() as tx:
         orgs.set_default_agent(tx, acme, mine.id)
@@ -52,7 +53,7 @@ def test_default_agent_must_be_an_agent_of_the_tenant(db: Database) -> None:
 
 
 def test_members_and_roles(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         user = orgs.create_user(tx, display_name="Ana", email="ana@example.com")
         orgs.add_member(tx, acme, user.id, "admin")
@@ -61,7 +62,7 @@ def test_members_and_roles(db: Database) -> None:
         orgs.add_member(tx, acme, user.id, "member")
     with pytest.raises(InvalidInputError, match="role 'root' is unknown"), db.transaction() as tx:
         orgs.add_member(tx, acme, user.id, "root")
-    other = new_tenant(db, "other")
+    other = make_tenant(db, "other").scope
     with db.transaction() as tx:
         assert orgs.member_role(tx, other, user.id) is None
         orgs.remove_member(tx, acme, user.id)

@@ -10,7 +10,8 @@ from agentfy.cli import app
 from agentfy.ids import NIL_UUID, format_id
 from agentfy.store.db import Database
 from agentfy.store.orphans import id_columns, scan
-from tests.store.helpers import new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import new_agent
 
 runner = CliRunner()
 
@@ -23,14 +24,14 @@ def _span(db: Database, agent_id: str, tenant_id: str | None = None) -> None:
 
 
 def test_a_clean_database_has_no_findings(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "bot")
     _span(db, agent.id, acme.tenant_id)
     assert scan(db) == []
 
 
 def test_nil_uuid_invalid_ids_and_dangling_soft_references_are_found(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     ghost = format_id("agent")
     _span(db, NIL_UUID)
     _span(db, "goctech-leader")
@@ -48,7 +49,7 @@ def test_nil_uuid_invalid_ids_and_dangling_soft_references_are_found(db: Databas
 
 
 def test_foreign_key_columns_are_checked_too_when_enforcement_was_off(sqlite_db: Database) -> None:
-    acme = new_tenant(sqlite_db, "acme")
+    acme = make_tenant(sqlite_db, "acme").scope
     new_agent(sqlite_db, acme, "bot")
     with sqlite_db.engine.connect() as connection:  # a file written by a client that forgot the pragma
         connection.exec_driver_sql("PRAGMA foreign_keys = OFF")

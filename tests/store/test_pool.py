@@ -18,7 +18,8 @@ from agentfy.store.db import Database
 from agentfy.store.errors import UnavailableError
 from agentfy.store.pool import PoolSettings
 from agentfy.store.repos import agents, api_keys
-from tests.store.helpers import new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import new_agent
 
 
 @pytest.fixture
@@ -121,7 +122,7 @@ def terminate_all(db: Database) -> int:
 
 
 def test_no_transaction_that_starts_after_a_kill_fails(pg_db: Database) -> None:
-    acme = new_tenant(pg_db, "acme")
+    acme = make_tenant(pg_db, "acme").scope
     new_agent(pg_db, acme, "bot")
     release, held = threading.Event(), threading.Barrier(4)
     holders = [hold(pg_db, release, held) for _ in range(3)]
@@ -140,7 +141,7 @@ def test_no_transaction_that_starts_after_a_kill_fails(pg_db: Database) -> None:
 
 
 def test_a_statement_whose_connection_is_killed_is_unavailable_and_the_connection_is_dropped(pg_db: Database) -> None:
-    acme = new_tenant(pg_db, "acme")
+    acme = make_tenant(pg_db, "acme").scope
     with pytest.raises(UnavailableError, match="lost"), pg_db.transaction() as tx:
         pid = tx.scalar("SELECT pg_backend_pid()")
         with psycopg.connect(pg_db.conninfo, autocommit=True) as killer:
@@ -154,7 +155,7 @@ def test_a_statement_whose_connection_is_killed_is_unavailable_and_the_connectio
 def test_the_api_answers_503_unavailable_when_no_connection_is_free(db_url: str, tmp_path: Path) -> None:
     database = Database(db_url, pool=PoolSettings(size=1, overflow=0, timeout=0.2))
     try:
-        acme = new_tenant(database, "acme")
+        acme = make_tenant(database, "acme").scope
         with database.transaction() as tx:
             key = api_keys.create_api_key(tx, acme, name="k", role="owner").key
         with TestClient(create_app(database, signing_secret=b"s" * 32)) as client:

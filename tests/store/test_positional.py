@@ -9,7 +9,8 @@ import sqlalchemy as sa
 from agentfy.store.db import Database, Positional
 from agentfy.store.repos import agents
 from agentfy.store.schema import agents as agents_table
-from tests.store.helpers import new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import new_agent
 
 _BY_KEY_AND_ID = sa.select(agents_table.c.agent_key).where(agents_table.c.tenant_id == sa.bindparam("tenant_id"),
                                                           agents_table.c.id == sa.bindparam("id"))
@@ -20,7 +21,7 @@ WITH_OWN_VALUE = Positional(sa.update(agents_table).where(agents_table.c.id == s
 
 
 def test_positional_values_reach_their_columns(db: Database) -> None:
-    tenant = new_tenant(db, "positional")
+    tenant = make_tenant(db, "positional").scope
     agent = new_agent(db, tenant, "positional")
     with db.transaction(write=False) as tx:
         assert tx.one(IN_ORDER, (tenant.tenant_id, agent.id)) == ("positional",)
@@ -29,7 +30,7 @@ def test_positional_values_reach_their_columns(db: Database) -> None:
 
 
 def test_a_declared_order_unlike_the_sql_is_refused_naming_both(db: Database) -> None:
-    tenant = new_tenant(db, "positional")
+    tenant = make_tenant(db, "positional").scope
     with pytest.raises(ValueError, match=r"order \('tenant_id', 'id'\), not \('id', 'tenant_id'\)"), \
             db.transaction(write=False) as tx:
         tx.one(SWAPPED, (tenant.tenant_id, "agent-x"))

@@ -12,13 +12,14 @@ from agentfy.ids import format_id
 from agentfy.store.db import Database
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError
 from agentfy.store.repos import sessions
-from tests.store.helpers import count, new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count, new_agent
 
 GROUP = "group:telegram:-100123"
 
 
 def test_open_get_append_list(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "bot")
     key = f"agent:bot:telegram:{GROUP}"
     with db.transaction() as tx:
@@ -35,7 +36,7 @@ def test_open_get_append_list(db: Database) -> None:
 
 
 def test_seq_is_per_session(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         for key in ("s1", "s2"):
@@ -45,7 +46,7 @@ def test_seq_is_per_session(db: Database) -> None:
 
 
 def test_the_same_key_in_two_tenants_is_two_sessions(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     mine, theirs = new_agent(db, acme, "bot"), new_agent(db, globex, "bot")
     with db.transaction() as tx:
         sessions.open_session(tx, acme, "main", mine.id, "u")
@@ -56,7 +57,7 @@ def test_the_same_key_in_two_tenants_is_two_sessions(db: Database) -> None:
 
 
 def test_another_tenants_session_is_not_found_like_a_missing_one(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     theirs = new_agent(db, globex, "bot")
     with db.transaction() as tx:
         sessions.open_session(tx, globex, "theirs", theirs.id, "u")
@@ -76,7 +77,7 @@ def test_another_tenants_session_is_not_found_like_a_missing_one(db: Database) -
 
 
 def test_open_needs_an_agent_of_the_tenant_and_a_free_key(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     mine, theirs = new_agent(db, acme, "bot"), new_agent(db, globex, "bot")
     for ref in (theirs.id, format_id("agent")):
         with pytest.raises(NotFoundError) as caught, db.transaction() as tx:
@@ -95,7 +96,7 @@ def test_open_needs_an_agent_of_the_tenant_and_a_free_key(db: Database) -> None:
 
 @pytest.mark.parametrize("bad", ["", "x" * 201, "a\nb", "a\x00b", "tab\there", "del\x7f", "sep\u2028", None, 42])
 def test_bad_session_keys_are_refused_before_sql(db: Database, bad: object) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "bot")
     with pytest.raises(InvalidInputError) as caught, db.transaction() as tx:
         sessions.open_session(tx, acme, bad, agent.id, "u")  # type: ignore[arg-type]
@@ -106,7 +107,7 @@ def test_bad_session_keys_are_refused_before_sql(db: Database, bad: object) -> N
 
 
 def test_keys_up_to_200_characters_and_unicode_are_fine(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         assert sessions.open_session(tx, acme, "k" * 200, agent.id, "u").session_key == "k" * 200
@@ -114,7 +115,7 @@ def test_keys_up_to_200_characters_and_unicode_are_fine(db: Database) -> None:
 
 
 def test_message_rules(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         sessions.open_session(tx, acme, "s", agent.id, "u")
@@ -129,7 +130,7 @@ def test_message_rules(db: Database) -> None:
 
 
 def test_complete_changes_only_status_and_completed_at_and_stops_appends(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         opened = sessions.open_session(tx, acme, "s", agent.id, GROUP)
@@ -147,7 +148,7 @@ def test_complete_changes_only_status_and_completed_at_and_stops_appends(db: Dat
 
 
 def test_increment_compaction_counts(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         sessions.open_session(tx, acme, "s", agent.id, "u")
@@ -158,7 +159,7 @@ def test_increment_compaction_counts(db: Database) -> None:
 def test_concurrent_appends_get_distinct_seqs(db: Database) -> None:
     # The second writer waits for the first (row lock on PostgreSQL, BEGIN IMMEDIATE on SQLite), then reads
     # the committed last seq: no duplicate-key error, no gap.
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         sessions.open_session(tx, acme, "s", agent.id, "u")

@@ -10,28 +10,21 @@ from typing import Any
 import pytest
 
 from agentfy.identity import InvalidIdError
-from agentfy.ids import format_id, is_canonical_id
+from agentfy.ids import is_canonical_id
 from agentfy.store.db import Database, Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError
 from agentfy.store.repos import cron, permissions, skills
-from tests.store.helpers import count, new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count, new_agent, not_found_like_missing
 
 GROUP = "group:telegram:-100123"
 ALICE, BOB = "1001", "1002"
 
 
-def _not_found_like_missing(db: Database, entity: str, prefix: str, call: Callable[[Tx, str], Any],
-                            real_id: str) -> None:
-    missing = format_id(prefix)
-    for ref in (real_id, missing):
-        with pytest.raises(NotFoundError) as caught, db.transaction() as tx:
-            call(tx, ref)
-        assert str(caught.value) == f"{entity} {ref!r} not found"
-
 
 # -- skills -----------------------------------------------------------------------------------------------
 def test_skills_create_get_list_update_delete(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         skill = skills.create_skill(tx, acme, owner_id=ALICE, name="summarise", content="Summarise briefly.")
         skills.create_skill(tx, acme, owner_id=BOB, name="translate", content="Translate.")
@@ -50,14 +43,14 @@ def test_skills_create_get_list_update_delete(db: Database) -> None:
 
 
 def test_skills_are_tenant_scoped(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     with db.transaction() as tx:
         theirs = skills.create_skill(tx, globex, owner_id=ALICE, name="secret", content="x")
         skills.create_skill(tx, acme, owner_id=ALICE, name="secret", content="mine")  # names are per tenant
     for call in (lambda tx, ref: skills.get_skill(tx, acme, ref),
                  lambda tx, ref: skills.update_skill(tx, acme, ref, content="stolen"),
                  lambda tx, ref: skills.delete_skill(tx, acme, ref)):
-        _not_found_like_missing(db, "skill", "skill", call, theirs.id)
+        not_found_like_missing(db, "skill", "skill", call, theirs.id)
     with db.transaction() as tx:
         assert skills.get_skill(tx, globex, theirs.id).content == "x"
         assert skills.get_skill_by_name(tx, acme, "secret").content == "mine"
@@ -67,7 +60,7 @@ def test_skills_are_tenant_scoped(db: Database) -> None:
 
 @pytest.mark.parametrize("owner", [GROUP, "guild:1:user:2", "", "10\n01"])
 def test_new_skills_are_owned_by_the_actor_never_the_group(db: Database, owner: str) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with pytest.raises(InvalidInputError) as caught, db.transaction() as tx:
         skills.create_skill(tx, acme, owner_id=owner, name="s", content="x")
     assert caught.value.field == "owner_id"
@@ -75,7 +68,7 @@ def test_new_skills_are_owned_by_the_actor_never_the_group(db: Database, owner: 
 
 
 def test_can_manage_skill_accepts_the_actor_or_for_legacy_rows_the_scope(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         new = skills.create_skill(tx, acme, owner_id=ALICE, name="new", content="x")
         # A row written before #915: the owner is the group scope (raw insert; the repository refuses it now).
@@ -102,7 +95,7 @@ def test_can_manage_skill_accepts_the_actor_or_for_legacy_rows_the_scope(db: Dat
 
 # -- cron -------------------------------------------------------------------------------------------------
 def test_cron_jobs_record_actor_and_scope(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     a, b = new_agent(db, acme, "a"), new_agent(db, acme, "b")
     with db.transaction() as tx:
         job = cron.create_cron_job(tx, acme, a.id, created_by=ALICE, user_id_scope=GROUP, schedule="0 9 * * 1-5",
@@ -123,18 +116,18 @@ def test_cron_jobs_record_actor_and_scope(db: Database) -> None:
 
 
 def test_cron_jobs_are_tenant_scoped_and_validated(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     mine, theirs = new_agent(db, acme, "a"), new_agent(db, globex, "a")
     with db.transaction() as tx:
         their_job = cron.create_cron_job(tx, globex, theirs.id, created_by=ALICE, schedule="* * * * *")
     for call in (lambda tx, ref: cron.get_cron_job(tx, acme, ref),
                  lambda tx, ref: cron.set_cron_job_enabled(tx, acme, ref, False),
                  lambda tx, ref: cron.delete_cron_job(tx, acme, ref)):
-        _not_found_like_missing(db, "cron job", "cron-job", call, their_job.id)
-    _not_found_like_missing(db, "agent", "agent",
-                            lambda tx, ref: cron.create_cron_job(tx, acme, ref, created_by=ALICE, schedule="* * * * *"),
-                            theirs.id)
-    _not_found_like_missing(db, "agent", "agent", lambda tx, ref: cron.list_cron_jobs(tx, acme, ref), theirs.id)
+        not_found_like_missing(db, "cron job", "cron-job", call, their_job.id)
+    not_found_like_missing(db, "agent", "agent",
+                           lambda tx, ref: cron.create_cron_job(tx, acme, ref, created_by=ALICE, schedule="* * * * *"),
+                           theirs.id)
+    not_found_like_missing(db, "agent", "agent", lambda tx, ref: cron.list_cron_jobs(tx, acme, ref), theirs.id)
     bad_calls: list[tuple[Callable[[Tx], Any], type[Exception], str]] = [
         (lambda tx: cron.create_cron_job(tx, acme, "a", created_by=ALICE, schedule="* * * * *"), InvalidIdError,
          "agent_id"),
@@ -158,7 +151,7 @@ def test_cron_jobs_are_tenant_scoped_and_validated(db: Database) -> None:
 
 # -- config grants ----------------------------------------------------------------------------------------
 def test_grant_find_list_revoke(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         assert permissions.find_grant(tx, acme, agent.id, GROUP, "file_writer", ALICE) is None
@@ -189,7 +182,7 @@ def test_grant_find_list_revoke(db: Database) -> None:
 
 
 def test_grants_are_tenant_scoped(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     mine, theirs = new_agent(db, acme, "bot"), new_agent(db, globex, "bot")
     with db.transaction() as tx:
         their_grant = permissions.grant(tx, globex, theirs.id, chat_scope=GROUP, config_type="file_writer",
@@ -197,11 +190,11 @@ def test_grants_are_tenant_scoped(db: Database) -> None:
         # Another tenant's grant does not answer for this tenant (not even for its own agent ID).
         assert permissions.find_grant(tx, acme, theirs.id, GROUP, "file_writer", ALICE) is None
         assert permissions.find_grant(tx, acme, mine.id, GROUP, "file_writer", ALICE) is None
-    _not_found_like_missing(db, "agent", "agent", lambda tx, ref: permissions.grant(
+    not_found_like_missing(db, "agent", "agent", lambda tx, ref: permissions.grant(
         tx, acme, ref, chat_scope=GROUP, config_type="file_writer", sender_id=ALICE, allow=True), theirs.id)
-    _not_found_like_missing(db, "agent", "agent", lambda tx, ref: permissions.list_grants(tx, acme, ref), theirs.id)
-    _not_found_like_missing(db, "grant", "agent-config-permission",
-                            lambda tx, ref: permissions.delete_grant(tx, acme, ref), their_grant.id)
+    not_found_like_missing(db, "agent", "agent", lambda tx, ref: permissions.list_grants(tx, acme, ref), theirs.id)
+    not_found_like_missing(db, "grant", "agent-config-permission",
+                           lambda tx, ref: permissions.delete_grant(tx, acme, ref), their_grant.id)
     with pytest.raises(NotFoundError), db.transaction() as tx:
         permissions.revoke(tx, acme, theirs.id, chat_scope=GROUP, config_type="file_writer", sender_id=ALICE)
     assert count(db, "agent_config_permissions") == 1
@@ -222,7 +215,7 @@ def test_grants_are_tenant_scoped(db: Database) -> None:
 ])
 def test_grant_arguments_are_validated_before_sql(db: Database, kwargs: dict[str, Any], error: type[Exception],
                                                   field: str) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "bot")
     arguments: dict[str, Any] = {"agent_id": agent.id, "chat_scope": GROUP, "config_type": "file_writer",
                                  "sender_id": ALICE, "allow": True, "granted_by": BOB, **kwargs}
@@ -240,7 +233,7 @@ def test_grant_arguments_are_validated_before_sql(db: Database, kwargs: dict[str
 def test_concurrent_first_grants_never_duplicate(db: Database) -> None:
     # SQLite serializes writers (the second updates the first's row); on PostgreSQL the second insert waits on
     # the unique index and, once the first commits, reports a ConflictError the caller can retry.
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "bot")
     outcome: list[object] = []
 

@@ -9,25 +9,16 @@ from typing import Any
 import pytest
 
 from agentfy.identity import InvalidIdError, Scope
-from agentfy.ids import format_id, is_canonical_id
+from agentfy.ids import is_canonical_id
 from agentfy.store.db import Database, Tx
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError
 from agentfy.store.repos import teams
-from tests.store.helpers import count, new_agent, new_tenant
-
-
-def _not_found_like_missing(db: Database, entity: str, prefix: str, call: Callable[[Tx, str], Any],
-                            real_id: str) -> None:
-    """``call`` with another tenant's real ID fails exactly like with an ID that exists nowhere."""
-    missing = format_id(prefix)
-    for ref in (real_id, missing):
-        with pytest.raises(NotFoundError) as caught, db.transaction() as tx:
-            call(tx, ref)
-        assert str(caught.value) == f"{entity} {ref!r} not found"
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count, new_agent, not_found_like_missing
 
 
 def test_create_get_list_set_lead_and_delete(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     lead, other = new_agent(db, acme, "lead"), new_agent(db, acme, "other")
     with db.transaction() as tx:
         team = teams.create_team(tx, acme, name="Support", lead_agent_id=lead.id)
@@ -47,7 +38,7 @@ def test_create_get_list_set_lead_and_delete(db: Database) -> None:
 
 
 def test_members_add_list_remove_and_duplicates(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     a, b = new_agent(db, acme, "a"), new_agent(db, acme, "b")
     with db.transaction() as tx:
         team = teams.create_team(tx, acme, name="T")
@@ -68,7 +59,7 @@ def test_members_add_list_remove_and_duplicates(db: Database) -> None:
 
 
 def test_agents_of_another_tenant_are_not_found_and_nothing_is_written(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     theirs = new_agent(db, globex, "a")
     new_agent(db, acme, "a")  # the same key in acme: irrelevant, IDs are what count
     with db.transaction() as tx:
@@ -79,14 +70,14 @@ def test_agents_of_another_tenant_are_not_found_and_nothing_is_written(db: Datab
         lambda tx, ref: teams.add_member(tx, acme, team.id, ref),
     ]
     for call in calls:
-        _not_found_like_missing(db, "agent", "agent", call, theirs.id)
+        not_found_like_missing(db, "agent", "agent", call, theirs.id)
     assert count(db, "teams") == 1 and count(db, "team_members") == 0
     with db.transaction() as tx:
         assert teams.get_team(tx, acme, team.id).lead_agent_id is None
 
 
 def test_teams_of_another_tenant_are_not_found_like_missing_ones(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     mine = new_agent(db, acme, "a")
     with db.transaction() as tx:
         theirs = teams.create_team(tx, globex, name="Secret")
@@ -101,7 +92,7 @@ def test_teams_of_another_tenant_are_not_found_like_missing_ones(db: Database) -
         lambda tx, ref: teams.list_team_api_keys(tx, acme, ref),
     ]
     for call in calls:
-        _not_found_like_missing(db, "team", "team", call, theirs.id)
+        not_found_like_missing(db, "team", "team", call, theirs.id)
     assert count(db, "team_members") == 0 and count(db, "team_api_keys") == 0
     with db.transaction() as tx:
         assert teams.get_team(tx, globex, theirs.id).name == "Secret"
@@ -110,7 +101,7 @@ def test_teams_of_another_tenant_are_not_found_like_missing_ones(db: Database) -
 
 @pytest.mark.parametrize("bad", ["agent-calm-rivers-k8m4p2d7n9x3", "", "team calm", "TEAM-CALM-RIVERS-K8M4P2D7N9X3"])
 def test_bad_team_ids_are_refused_before_sql(db: Database, bad: str) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "a")
     for call in (lambda tx: teams.add_member(tx, acme, bad, agent.id),
                  lambda tx: teams.create_team_api_key(tx, acme, bad, name="k"),
@@ -124,7 +115,7 @@ def test_bad_team_ids_are_refused_before_sql(db: Database, bad: str) -> None:
 
 @pytest.mark.parametrize("bad", ["team-calm-rivers-k8m4p2d7n9x3", "a", "", "agent-calm-rivers"])
 def test_bad_agent_ids_are_refused_before_sql_and_nothing_is_written(db: Database, bad: str) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         team = teams.create_team(tx, acme, name="T")
     with pytest.raises(InvalidIdError) as caught, db.transaction() as tx:
@@ -140,14 +131,14 @@ def test_bad_agent_ids_are_refused_before_sql_and_nothing_is_written(db: Databas
 
 
 def test_names_are_validated(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with pytest.raises(InvalidInputError, match="invalid name '': must not be empty"), db.transaction() as tx:
         teams.create_team(tx, acme, name="")
     assert count(db, "teams") == 0
 
 
 def test_api_key_is_returned_once_and_only_its_hash_and_prefix_are_stored(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         team = teams.create_team(tx, acme, name="T")
         issued = teams.create_team_api_key(tx, acme, team.id, name="ci")
@@ -169,7 +160,7 @@ def test_api_key_is_returned_once_and_only_its_hash_and_prefix_are_stored(db: Da
 @pytest.mark.parametrize("junk", ["", "agfy_tk_", "agfy_tk_wrong", "Bearer agfy_tk_x", "x" * 500,
                                   "agfy_tk_" + "a" * 300])
 def test_find_refuses_what_is_not_a_live_key(db: Database, junk: str) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     with db.transaction() as tx:
         team = teams.create_team(tx, acme, name="T")
         teams.create_team_api_key(tx, acme, team.id, name="k")
@@ -179,7 +170,7 @@ def test_find_refuses_what_is_not_a_live_key(db: Database, junk: str) -> None:
 
 
 def test_find_is_by_credential_across_tenants_and_gives_the_keys_tenant(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     with db.transaction() as tx:
         acme_key = teams.create_team_api_key(tx, acme, teams.create_team(tx, acme, name="A").id, name="k")
         globex_key = teams.create_team_api_key(tx, globex, teams.create_team(tx, globex, name="G").id, name="k")
@@ -191,11 +182,11 @@ def test_find_is_by_credential_across_tenants_and_gives_the_keys_tenant(db: Data
 
 
 def test_revoke_is_immediate_idempotent_and_tenant_scoped(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     with db.transaction() as tx:
         issued = teams.create_team_api_key(tx, acme, teams.create_team(tx, acme, name="T").id, name="k")
-    _not_found_like_missing(db, "team API key", "team-api-key",
-                            lambda tx, ref: teams.revoke_team_api_key(tx, globex, ref), issued.api_key.id)
+    not_found_like_missing(db, "team API key", "team-api-key",
+                           lambda tx, ref: teams.revoke_team_api_key(tx, globex, ref), issued.api_key.id)
     with db.transaction() as tx:
         assert teams.find_team_api_key(tx, issued.key) is not None
         revoked = teams.revoke_team_api_key(tx, acme, issued.api_key.id)
@@ -212,7 +203,7 @@ def test_revoke_is_immediate_idempotent_and_tenant_scoped(db: Database) -> None:
 def test_archived_agents_cannot_be_added(db: Database) -> None:
     from agentfy.store.repos import agents
 
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "a")
     with db.transaction() as tx:
         team = teams.create_team(tx, acme, name="T")

@@ -11,7 +11,8 @@ from agentfy.store.db import Database
 from agentfy.store.errors import InvalidInputError, NotFoundError
 from agentfy.store.repos import telemetry
 from agentfy.store.repos.telemetry import SpanRecord, TraceRecord, UsageRecord
-from tests.store.helpers import count, new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count, new_agent
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 LEGACY_AGENT = "0193a5b0-7000-7000-8000-000000000001"
@@ -59,7 +60,7 @@ def test_anything_but_an_id_is_refused_before_sql(db: Database, field: str, bad:
 
 @pytest.mark.parametrize("position", [0, 2, 4])
 def test_a_batch_validates_every_row_before_writing(db: Database, position: int) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     rows = [_span(i, tenant_id=acme.tenant_id, agent_id=bot.id) for i in range(4)]
     rows.insert(position, _span(9, agent_id="goctech-leader"))
@@ -100,7 +101,7 @@ def test_redelivered_spans_and_traces_are_ignored(db: Database) -> None:
 
 
 def test_reads_are_tenant_scoped(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     bot = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         telemetry.record_trace(tx, TraceRecord(trace_id=TRACE, name="run", started_at="t0",

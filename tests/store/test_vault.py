@@ -12,7 +12,8 @@ from agentfy.store.db import Database
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, StoreError
 from agentfy.store.repos import agents, vault
 from agentfy.store.repos.vault import VaultUpload
-from tests.store.helpers import count, new_agent, new_tenant
+from tests.helpers.tenants import make_tenant
+from tests.store.helpers import count, new_agent
 
 
 def _upload(agent_id: str, path: str, content: bytes = b"data", content_type: str = "text/plain") -> VaultUpload:
@@ -20,7 +21,7 @@ def _upload(agent_id: str, path: str, content: bytes = b"data", content_type: st
 
 
 def test_upload_returns_ids_in_order_and_keeps_the_bytes(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot, helper = new_agent(db, acme, "bot"), new_agent(db, acme, "helper")
     payload = bytes(range(256)) * 4
     with db.transaction() as tx:
@@ -57,7 +58,7 @@ BAD_UPLOADS: dict[str, tuple[dict[str, Any], type[StoreError] | type[ValueError]
 @pytest.mark.parametrize("position", ["first", "middle", "last"])
 @pytest.mark.parametrize("case", list(BAD_UPLOADS))
 def test_one_bad_upload_fails_the_whole_batch_and_writes_nothing(db: Database, case: str, position: str) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     bot, theirs, archived = new_agent(db, acme, "bot"), new_agent(db, globex, "bot"), new_agent(db, acme, "old")
     with db.transaction() as tx:
         vault.upload_documents(tx, acme, [_upload(bot.id, "taken.txt")])
@@ -81,7 +82,7 @@ def test_one_bad_upload_fails_the_whole_batch_and_writes_nothing(db: Database, c
 
 
 def test_documents_of_another_tenant_are_not_found(db: Database) -> None:
-    acme, globex = new_tenant(db, "acme"), new_tenant(db, "globex")
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     theirs = new_agent(db, globex, "bot")
     with db.transaction() as tx:
         (doc_id,) = vault.upload_documents(tx, globex, [_upload(theirs.id, "secret.txt", b"secret")])
@@ -100,7 +101,7 @@ def test_documents_of_another_tenant_are_not_found(db: Database) -> None:
 
 
 def test_delete_frees_the_path(db: Database) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         (first,) = vault.upload_documents(tx, acme, [_upload(bot.id, "a.txt")])
@@ -113,7 +114,7 @@ def test_delete_frees_the_path(db: Database) -> None:
 
 def test_a_path_taken_between_the_check_and_the_insert_is_still_a_named_conflict(
         db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    acme = new_tenant(db, "acme")
+    acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")
     with db.transaction() as tx:
         vault.upload_documents(tx, acme, [_upload(bot.id, "raced.txt")])

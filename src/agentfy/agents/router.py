@@ -37,7 +37,7 @@ from collections.abc import Callable
 from typing import Final, NamedTuple
 
 from agentfy.agents.loop import AgentLoop
-from agentfy.identity import AgentId, OrgId, Scope, parse_id
+from agentfy.identity import OrgId, Scope, parse_id
 from agentfy.identity.context import MissingTenantError, RequestContext
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Database
@@ -263,17 +263,3 @@ def _schedule_sweeps(router: Router) -> threading.Timer:
     timer.daemon = True
     timer.start()
     return timer
-
-
-def resolve_agent_id_cached(router: Router, ctx: RequestContext, id_or_key: str) -> AgentId:
-    """The hot-path resolver **for reads**: the router's cache first, the store on a miss (which then fills the
-    cache).  Accepts an agent ID or an ``agent_key``; tenant-scoped by the context.  A write must resolve its
-    target in its own transaction instead (``agents.resolve_agent(tx, …)``)."""
-    return router.get(ctx, id_or_key).agent.id
-
-
-def resolve_agent_id(db: Database, ctx: RequestContext, id_or_key: str) -> AgentId:
-    """The cold-path resolver: straight to the store (no cache).  Accepts an ID or a key; tenant-scoped."""
-    tenant_id = _tenant(ctx, "resolve_agent_id")
-    with db.transaction(write=False) as tx:
-        return agents.resolve_agent(tx, Scope(tenant_id), id_or_key).id

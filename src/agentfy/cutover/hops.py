@@ -1,11 +1,11 @@
 """The recorded hops of the ID cutover, and how an old ID is followed to its current one.
 
 Every identity the cutover changes gets one row ``(old_id, new_id, entity, run_id, migrated_at)``.  A
-fresh legacy database goes straight from a UUID to a canonical ID; a database migrated before AGNT2-588 goes
-``organization-…`` -> ``org-…`` (the tail kept); so an ID issued in the UUID era may take two hops, in two
-runs.  :func:`resolve_migrated_id` follows the chain to its end.  The hops are history: they are never
-rewritten, and no HTTP alias is made from them (an old address answers 404); only explicit look-ups such as
-``GET /v1/ids/{value}`` follow them.
+fresh legacy database goes straight from a UUID to a canonical ID; a database migrated while the organization
+prefixes were still ``organization-…`` goes ``organization-…`` -> ``org-…`` (the tail kept); so an ID issued in
+the UUID era may take two hops, in two runs.  :func:`resolve_migrated_id` follows the chain to its end.  The
+hops are history: they are never rewritten, and no HTTP alias is made from them (an old address answers 404);
+only explicit look-ups such as ``GET /v1/ids/{value}`` follow them.
 """
 
 from __future__ import annotations

@@ -33,13 +33,13 @@ import sqlalchemy as sa
 from agentfy.gateway.errors import ApiError
 from agentfy.identity import OrgId, Scope
 from agentfy.identity.context import RequestContext
-from agentfy.permissions.access import ROLE_RANK
+from agentfy.identity.roles import is_role, role_rank
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Database, Tx, now
 from agentfy.store.repos import api_keys, teams
 from agentfy.store.schema import platform_settings
 
-__all__ = ["ROLE_RANK", "Principal"]
+__all__ = ["Principal"]
 
 SIGNED_CONTEXT_PREFIX: Final = "agfy_sc_"
 #: Longer than any credential this platform issues: a value over it is refused without a look-up.
@@ -191,7 +191,7 @@ def verify_context(tx: Tx, secret: bytes, token: str, *, allow_expired: bool = F
         raise unauthorized("the signed context has expired")
     if claims.get("e") != signing_epoch(tx):
         raise revoked("the signed context was revoked (the signing epoch moved)")
-    if not isinstance(tenant, str) or role not in ROLE_RANK or not isinstance(key_id, str):
+    if not isinstance(tenant, str) or not is_role(role) or not isinstance(key_id, str):
         raise revoked("the signed context names no signing key: sign a new one")
     assert isinstance(role, str)
     if team is not None:
@@ -206,7 +206,7 @@ def verify_context(tx: Tx, secret: bytes, token: str, *, allow_expired: bool = F
     current, reason = chain.verdict(now())
     if current is None:
         raise revoked(f"{reason}: the contexts it signed are revoked with it")
-    if ROLE_RANK[current] < ROLE_RANK[role]:
+    if role_rank(current) < role_rank(role):
         raise revoked(f"the API key that signed this context now has the {current} role, below the context's")
     return Principal(OrgId(tenant), role, user if isinstance(user, str) else None, key_id=key_id,
                      signed_context=True, expires_at=float(expires))

@@ -20,9 +20,10 @@ protocol (:mod:`agentfy.gateway.rpc.protocol`).
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 from urllib.parse import parse_qsl
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentfy.gateway.errors import error_body
 from agentfy.store.inputs import JSON_MAX_DEPTH, json_text_too_deep, non_finite_number
@@ -42,13 +43,6 @@ WEBHOOK_MAX_BYTES: Final = 256 * 1024
 _WEBHOOK_PREFIX: Final = "/v1/channels/"
 #: Methods whose body no route reads (passed through untouched: the hot read path pays nothing).
 _BODYLESS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-App = Callable[[Scope, Receive, Send], Awaitable[None]]
-
 
 def body_limit(method: str, path: str, configured: int = BODY_MAX_BYTES) -> int:
     """The most bytes a request's body may have: the upload limit for the vault's upload, else
@@ -98,7 +92,7 @@ def _json_body_problem(body: bytes) -> tuple[str, str | None] | None:
 class InputLimits:
     """The middleware (see the module docstring)."""
 
-    def __init__(self, app: App, body_max_bytes: int = BODY_MAX_BYTES) -> None:
+    def __init__(self, app: ASGIApp, body_max_bytes: int = BODY_MAX_BYTES) -> None:
         self.app = app
         self.body_max_bytes = body_max_bytes
 

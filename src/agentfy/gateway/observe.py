@@ -20,11 +20,12 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, StatusCode, Tracer
+from starlette.types import ASGIApp, Message, Receive, Send
+from starlette.types import Scope as AsgiScope
 
 from agentfy.identity import Scope
 from agentfy.identity.context import current
@@ -44,13 +45,6 @@ _HEADER: Final = b"x-request-id"
 #: The route label of a request no route matched (a 404 on an unknown path): one value, not the raw path.
 UNMATCHED: Final = "(unmatched)"
 
-ScopeT = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-App = Callable[[ScopeT, Receive, Send], Awaitable[None]]
-
-
 def request_id_of(headers: list[tuple[bytes, bytes]]) -> str:
     """The request's ID: the client's ``X-Request-ID`` if it is plausible, else a fresh random one."""
     for name, value in headers:
@@ -62,7 +56,7 @@ def request_id_of(headers: list[tuple[bytes, bytes]]) -> str:
     return secrets.token_hex(16)
 
 
-def route_template(scope: ScopeT, templates: dict[str, str]) -> str:
+def route_template(scope: AsgiScope, templates: dict[str, str]) -> str:
     """The matched route's path template as clients call it (bounded), or :data:`UNMATCHED`.
 
     A route of an included router knows its path without the ``/v1`` prefix; its ``operation_id`` (every
@@ -127,7 +121,7 @@ class TenantSlugs:
 class RequestObservation:
     """The middleware (see the module docstring)."""
 
-    def __init__(self, app: App, gateway: GatewayState, metrics: GatewayMetrics | None,
+    def __init__(self, app: ASGIApp, gateway: GatewayState, metrics: GatewayMetrics | None,
                  tracer: Tracer | None = None) -> None:
         self.app = app
         self.tracer = tracer
@@ -136,7 +130,7 @@ class RequestObservation:
         self.slugs = gateway.tenant_slugs
         self._templates: dict[str, str] | None = None
 
-    async def __call__(self, scope: ScopeT, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
@@ -170,7 +164,7 @@ class RequestObservation:
             reset_log_identity(token)
 
     @staticmethod
-    def _finish(span: Span, scope: ScopeT, route: str, status: int) -> None:
+    def _finish(span: Span, scope: AsgiScope, route: str, status: int) -> None:
         span.update_name(f"{scope['method']} {route}")
         span.set_attribute("http.route", route)
         span.set_attribute("http.response.status_code", status)
@@ -184,7 +178,7 @@ class RequestObservation:
             span.set_status(StatusCode.ERROR)
         span.end()
 
-    def _record(self, scope: ScopeT, status: int, seconds: float) -> str:
+    def _record(self, scope: AsgiScope, status: int, seconds: float) -> str:
         if self._templates is None and "app" in scope:
             self._templates = operation_templates(scope["app"])
         route = route_template(scope, self._templates or {})

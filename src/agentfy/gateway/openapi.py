@@ -22,8 +22,9 @@ from __future__ import annotations
 from typing import Any, Final
 
 from agentfy.gateway.errors import ERROR_RESPONSES
-from agentfy.gateway.routes.schemas import AGENT_KEY_PATTERN, AGENT_REF_DESCRIPTION, AGENT_REF_PATTERN
-from agentfy.ids import ID_ENTITIES, ID_MAX_LENGTH, id_pattern, id_shape_pattern
+from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AGENT_REF_PATTERN
+from agentfy.identity.keys import AGENT_KEY_PATTERN
+from agentfy.ids import CANONICAL, ID_ENTITIES, ID_MAX_LENGTH, id_pattern, id_shape_pattern
 
 _REPLACED: Final = frozenset({"type", "pattern", "maxLength"})
 _ERROR_BODY_REF: Final = "#/components/schemas/ErrorBody"
@@ -54,7 +55,7 @@ def _id_components() -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
         schemas[name] = {
             "type": "string", "maxLength": ID_MAX_LENGTH,
             "allOf": [{"$ref": "#/components/schemas/AnyId"}, {"pattern": id_shape_pattern(prefix)}],
-            "description": f"The ID of a {model}: {prefix}-<adjective>-<noun>-<12 Crockford base32> (or an "
+            "description": f"The ID of a {model}: {CANONICAL.described_for(prefix)} (or an "
                            "Agentfy legacy ID).",
             "examples": [f"{prefix}-calm-rivers-k8m4p2d7n9x3"]}
     names[AGENT_REF_PATTERN] = "AgentRef"

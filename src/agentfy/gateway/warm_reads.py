@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from starlette.types import ASGIApp, Receive, Scope, Send
+
 from agentfy.gateway import agent_ops
 from agentfy.gateway.auth import bearer
 from agentfy.gateway.errors import ApiError
-from agentfy.gateway.limits import App, Receive, Scope, Send
 from agentfy.identity.context import set_for_task
 from agentfy.logs import bind_log_identity
 from agentfy.permissions.access import AccessDenied, authorize
@@ -42,7 +43,7 @@ _CONTENT_TYPE: Final = (b"content-type", b"application/json")
 class WarmAgentReads:
     """The middleware (see the module docstring)."""
 
-    def __init__(self, app: App, gateway: GatewayState) -> None:
+    def __init__(self, app: ASGIApp, gateway: GatewayState) -> None:
         self.app = app
         self.gateway = gateway
 

@@ -1,4 +1,4 @@
-"""The request's identity, in a ``contextvars.ContextVar``: ``with_…`` binds a field, ``…_from_context`` reads it.
+"""The request's identity, in a ``contextvars.ContextVar``: :func:`bind` sets fields, :func:`current` reads them.
 
 One immutable :class:`RequestContext` per task or thread: binding a field returns a *new* context and sets it
 for the enclosed block only, so nothing leaks between concurrent asyncio tasks (each task runs in a copy of
@@ -9,7 +9,7 @@ The two identities of the group-chat pattern live side by side:
 * ``user_id`` — the SCOPE: memory, knowledge graph, sessions and files (``group:telegram:<chatID>``,
   ``guild:<guildID>:user:<senderID>``, or the sender in a DM, or the HTTP user);
 * ``sender_id`` — the ACTOR: permission checks (always the individual, never the group);
-* :func:`actor_id` — the sender if set, else the user ID: audit trails, ownership, roles.
+* :attr:`RequestContext.actor_id` — the sender if set, else the user ID: audit trails, ownership, roles.
 
 Typed: the tenant and agent ID are parsed on the way in (an ``agent_key`` can never be bound as the agent
 ID); the key fields are ``agent_key`` values.
@@ -19,22 +19,21 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Final
 
 from agentfy.identity.ids import AgentId, OrgId, parse_id
 from agentfy.identity.keys import AgentKey, parse_agent_key
+from agentfy.identity.roles import parse_role
 from agentfy.identity.scope import Scope
-
-ROLES: Final = ("owner", "admin", "operator", "member")
 
 
 class MissingTenantError(LookupError):
     """An operation that needs a tenant ran without one in its context: never a look-up by bare key."""
 
     def __init__(self, operation: str) -> None:
-        super().__init__(f"{operation} needs a tenant in the request context (bind one with with_tenant_id); "
+        super().__init__(f"{operation} needs a tenant in the request context (bind one with bind(tenant_id=...)); "
                          "an agent_key is only unique within a tenant")
         self.operation = operation
 
@@ -84,9 +83,7 @@ def _validated(**fields: object) -> dict[str, object]:
         elif name in ("agent_key", "tool_agent_key"):
             checked[name] = parse_agent_key(value, field=name)
         elif name == "role":
-            if value not in ROLES:
-                raise ValueError(f"role {value!r} is unknown; expected one of {', '.join(ROLES)}")
-            checked[name] = value
+            checked[name] = parse_role(value)
         elif name in ("user_id", "sender_id"):
             if not isinstance(value, str):
                 raise TypeError(f"{name} must be a string, got {type(value).__name__}")
@@ -124,67 +121,3 @@ def set_for_task(context: RequestContext) -> None:
     the value dies with the task.  Everywhere else use :func:`bind` or :func:`use`.
     """
     _current.set(context)
-
-
-# One helper per field, to bind it or read it ----------------------------------------------------------------
-def with_tenant_id(tenant_id: str) -> AbstractContextManager[RequestContext]:
-    return bind(tenant_id=tenant_id)
-
-
-def with_agent_id(agent_id: str) -> AbstractContextManager[RequestContext]:
-    return bind(agent_id=agent_id)
-
-
-def with_agent_key(agent_key: str) -> AbstractContextManager[RequestContext]:
-    return bind(agent_key=agent_key)
-
-
-def with_tool_agent_key(agent_key: str) -> AbstractContextManager[RequestContext]:
-    return bind(tool_agent_key=agent_key)
-
-
-def with_user_id(user_id: str) -> AbstractContextManager[RequestContext]:
-    return bind(user_id=user_id)
-
-
-def with_sender_id(sender_id: str) -> AbstractContextManager[RequestContext]:
-    return bind(sender_id=sender_id)
-
-
-def with_role(role: str) -> AbstractContextManager[RequestContext]:
-    return bind(role=role)
-
-
-def tenant_id_from_context() -> OrgId | None:
-    return current().tenant_id
-
-
-def agent_id_from_context() -> AgentId | None:
-    return current().agent_id
-
-
-def agent_key_from_context() -> AgentKey | None:
-    return current().agent_key
-
-
-def tool_agent_key_from_context() -> AgentKey | None:
-    return current().tool_agent_key
-
-
-def user_id_from_context() -> str | None:
-    """The SCOPE (memory, files, sessions)."""
-    return current().user_id
-
-
-def sender_id_from_context() -> str | None:
-    """The ACTOR (permission checks)."""
-    return current().sender_id
-
-
-def role_from_context() -> str | None:
-    return current().role
-
-
-def actor_id() -> str | None:
-    """The sender if set, else the user ID (audit, ownership, roles)."""
-    return current().actor_id

@@ -13,10 +13,12 @@ The ``NewType``s cost nothing at run time; they let mypy tell an agent ID from a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Final, NewType, TypeVar, overload
 
-from agentfy.ids import explain_id, is_id
+from agentfy.ids import CANONICAL, explain_id, is_id
+from agentfy.ids.registry import assert_id_prefix, derive_prefix
 
 OrgId = NewType("OrgId", str)
 OrgMemberId = NewType("OrgMemberId", str)
@@ -43,16 +45,22 @@ TeamTaskAttachmentId = NewType("TeamTaskAttachmentId", str)
 
 IdT = TypeVar("IdT", bound=str)
 
+#: Every typed ID.  Each is named after its registered model (``Organization`` shortened to ``Org``, as prefixes
+#: shorten it) with ``Id`` appended; mypy needs each ``NewType`` spelled out, the prefixes come from the registry.
+TYPED_IDS: Final = (
+    OrgId, OrgMemberId, OrgCredentialId, OrgPolicyId, UserId, AgentId, AgentLinkId, AgentMcpServerId, TeamId,
+    TeamMemberId, TeamApiKeyId, EpisodicSummaryId, KgEntityId, KgRelationId, MemoryDocumentId, MemoryChunkId,
+    VaultDocumentId, SkillId, CronJobId, AgentConfigPermissionId, TeamTaskId, TeamTaskAttachmentId,
+)
+
+
+def _registered_prefix(kind: Callable[[str], str]) -> str:
+    """The prefix the registry gives the model a typed ID is named after (an import-time error if none)."""
+    return assert_id_prefix(derive_prefix(kind.__name__.removesuffix("Id")))
+
+
 #: The prefix of each typed ID, so ``parse_id(value, AgentId)`` can check the right format and return the type.
-PREFIX_OF: Final[dict[object, str]] = {
-    OrgId: "org", OrgMemberId: "org-member", OrgCredentialId: "org-credential", OrgPolicyId: "org-policy",
-    UserId: "user", AgentId: "agent", AgentLinkId: "agent-link", AgentMcpServerId: "agent-mcp-server",
-    TeamId: "team", TeamMemberId: "team-member", TeamApiKeyId: "team-api-key",
-    EpisodicSummaryId: "episodic-summary", KgEntityId: "kg-entity", KgRelationId: "kg-relation",
-    MemoryDocumentId: "memory-document", MemoryChunkId: "memory-chunk", VaultDocumentId: "vault-document",
-    SkillId: "skill", CronJobId: "cron-job", AgentConfigPermissionId: "agent-config-permission",
-    TeamTaskId: "team-task", TeamTaskAttachmentId: "team-task-attachment",
-}
+PREFIX_OF: Final[Mapping[object, str]] = MappingProxyType({kind: _registered_prefix(kind) for kind in TYPED_IDS})
 
 
 class InvalidIdError(ValueError):
@@ -62,7 +70,7 @@ class InvalidIdError(ValueError):
         self.value = value
         self.prefix = prefix
         self.field = field or f"{prefix}_id"
-        self.expected = f"{prefix}-<adjective>-<noun>-<12 Crockford base32> (or an Agentfy legacy ID)"
+        self.expected = f"{CANONICAL.described_for(prefix)} (or an Agentfy legacy ID)"
         self.problems = explain_id(value, prefix).problems
         shown = value if isinstance(value, str) else type(value).__name__
         super().__init__(f"invalid {self.field} {shown!r}: expected {self.expected}; "

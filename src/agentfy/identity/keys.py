@@ -19,7 +19,12 @@ TenantSlug = NewType("TenantSlug", str)
 TENANT_SLUG_MAX_LENGTH: Final = 63
 
 AGENT_KEY_MAX_LENGTH: Final = 100
-_SLUG: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+#: A lower-case slug: words of ``a-z`` and ``0-9`` joined by single hyphens (agent keys and tenant slugs).
+SLUG_PATTERN: Final = r"[a-z0-9]+(?:-[a-z0-9]+)*"
+#: An ``agent_key``'s shape, anchored, for the API's documentation.  Not the whole rule: the length and "never
+#: the shape of an ID" are checked by :func:`agent_key_problem`, which a pattern cannot say.
+AGENT_KEY_PATTERN: Final = f"^{SLUG_PATTERN}$"
+_SLUG: Final = re.compile(SLUG_PATTERN)
 _SHORT_SLUG: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+){0,2}")  # a slug with fewer than three hyphens
 _ID_SHAPES: Final = (CANONICAL, AGENTFY_WORDS_LEGACY, AGENTFY_UUID_LEGACY,
                      *(shape for product in ("bonsite", "securify", "store-deputy")

@@ -17,7 +17,7 @@ from agentfy.ids.registry import ID_PREFIXES, MODEL_BY_PREFIX, RENAMED_PREFIXES
 from agentfy.ids.validate import PrefixArg, allowed_prefixes, id_format_of, is_id
 from agentfy.ids.words import ADJECTIVES, NOUNS, VERBS
 
-EXPECTED_SHAPE = f"<prefix>-<adjective>-<noun>-<{ID_SUFFIX_LENGTH} Crockford base32>"
+EXPECTED_SHAPE = CANONICAL.description
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def _structure_problems(value: str, prefixes: frozenset[str]) -> list[str]:
     problems: list[str] = []
     if head not in ID_PREFIXES:
         if head in RENAMED_PREFIXES:
-            problems.append(f"prefix {head!r} was retired by AGNT2-588; the cutover renames it to "
+            problems.append(f"prefix {head!r} was retired when organization-* became org-*; the cutover renames it to "
                             f"{RENAMED_PREFIXES[head]!r} (keeping the tail)")
         else:
             problems.append(f"prefix {head!r} is not registered (registered: {', '.join(sorted(ID_PREFIXES))})")

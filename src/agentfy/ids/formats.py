@@ -76,6 +76,11 @@ class WordsFormat:
         suffix = parts[-1]
         return len(suffix) == self.suffix_length and not suffix.strip(self.suffix_alphabet)
 
+    def described_for(self, prefix: str) -> str:
+        """The description with ``<prefix>`` filled in (``agent-<adjective>-<noun>-<12 Crockford base32>``):
+        what messages and the API's documentation show, so they cannot drift from the format."""
+        return self.description.replace("<prefix>", prefix, 1)
+
     def pattern(self, prefix_alternation: str, *, any_words: bool = False) -> str:
         """This shape as an unanchored regular expression (ECMA and Python compatible) for OpenAPI; with
         ``any_words`` each word slot is ``[a-z]+`` instead of its dictionary (the structure only)."""
@@ -157,7 +162,7 @@ def _char_class(alphabet: str) -> str:
 
 CANONICAL: Final = WordsFormat(
     name="canonical",
-    description="<prefix>-<adjective>-<noun>-<12 Crockford base32>",
+    description=f"<prefix>-<adjective>-<noun>-<{ID_SUFFIX_LENGTH} Crockford base32>",
     dictionaries=(ADJECTIVES, NOUNS),
     dictionary_names=("adjective", "noun"),
     suffix_length=ID_SUFFIX_LENGTH,
@@ -176,11 +181,11 @@ def _three_words_20_crockford(name: str, description: str) -> WordsFormat:
 
 AGENTFY_WORDS_LEGACY: Final = _three_words_20_crockford(
     "agentfy-legacy-words",
-    "<prefix>-<adjective>-<noun>-<verb>-<20 Crockford base32> (dev rows after AGNT2-535/537)",
+    "<prefix>-<adjective>-<noun>-<verb>-<20 Crockford base32> (development rows minted before the canonical format)",
 )
 AGENTFY_UUID_LEGACY: Final = UuidFormat(
     name="agentfy-legacy-uuid",
-    description="bare lower-case UUID (rows the AGNT2-535 cutover still has to translate)",
+    description="bare lower-case UUID (rows from before the canonical format, until the ID cutover translates them)",
 )
 
 #: Agentfy's earlier formats: accepted for IDs already issued, never minted.

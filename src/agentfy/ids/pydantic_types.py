@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError, core_schema
 
 from agentfy.ids.constants import ID_MAX_LENGTH
 from agentfy.ids.explain import explain_id
+from agentfy.ids.formats import CANONICAL
 from agentfy.ids.registry import assert_id_prefix
 from agentfy.ids.validate import id_pattern, is_id
 
@@ -36,7 +37,7 @@ class IdConstraint:
         if is_id(value, self.prefix):
             return value
         problems = "; ".join(explain_id(value, self.prefix).problems)
-        expected = f"{self.prefix}-<adjective>-<noun>-<12 Crockford base32> or an Agentfy legacy ID"
+        expected = f"{CANONICAL.described_for(self.prefix)} or an Agentfy legacy ID"
         raise PydanticCustomError(
             "invalid_id",
             "{message}",
@@ -53,8 +54,8 @@ class IdConstraint:
         json_schema = handler(schema)
         json_schema.update(pattern=id_pattern(self.prefix), maxLength=ID_MAX_LENGTH,
                            examples=[f"{self.prefix}-calm-rivers-k8m4p2d7n9x3"],
-                           description=f"ID of a {self.prefix!r} entity: {self.prefix}-<adjective>-<noun>-"
-                                       "<12 Crockford base32>, or an ID in one of Agentfy's legacy formats")
+                           description=f"ID of a {self.prefix!r} entity: {CANONICAL.described_for(self.prefix)}, "
+                                       "or an ID in one of Agentfy's legacy formats")
         return json_schema
 
 

@@ -71,8 +71,8 @@ ID_PREFIXES: Final = frozenset(ID_ENTITIES.values())
 #: Registered prefixes, longest first, as the validators' alternation wants them.
 ID_PREFIXES_LONGEST_FIRST: Final = tuple(sorted(ID_PREFIXES, key=lambda p: (-len(p), p)))
 
-#: Prefixes that AGNT2-588 retired, and what replaced them (the tail is kept).  Never minted, never valid;
-#: only the cutover reads this.
+#: Prefixes retired when ``organization-*`` became ``org-*``, and what replaced them (the tail is kept).
+#: Never minted, never valid; only the cutover reads this.
 RENAMED_PREFIXES: Final = MappingProxyType({
     "organization": "org",
     "organization-member": "org-member",

@@ -34,12 +34,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from agentfy.identity.roles import Role, role_rank
 from agentfy.store.errors import NotFoundError
 
-#: Role order: a caller has every permission of the roles below its own.
-ROLE_RANK: Final = {"member": 0, "operator": 1, "admin": 2, "owner": 3}
-#: Roles that see every scope of their organization.
-ALL_SCOPES_RANK: Final = ROLE_RANK["operator"]
+#: The lowest role that sees every scope of its organization (a caller has every permission of the roles
+#: below its own: :func:`~agentfy.identity.roles.role_rank`).
+ALL_SCOPES_ROLE: Final[Role] = "operator"
 
 
 class Caller(Protocol):
@@ -82,7 +82,7 @@ class Rule:
     ``scoped``: the operation reads or writes data in a memory scope; access to it follows the scope table.
     """
 
-    role: str
+    role: Role
     platform_admin: bool = False
     api_key_only: bool = False
     team_keys: bool = True
@@ -91,7 +91,7 @@ class Rule:
     summary: str = ""
 
 
-def _r(role: str, summary: str, **flags: bool) -> Rule:
+def _r(role: Role, summary: str, **flags: bool) -> Rule:
     return Rule(role, summary=summary, **flags)
 
 
@@ -194,10 +194,6 @@ RULES: Final[dict[str, Rule]] = {
 }
 
 
-def rank(role: str) -> int:
-    return ROLE_RANK[role]
-
-
 def authorize(caller: Caller, operation: str, *, role: str | None = None) -> Rule:
     """Raise :class:`AccessDenied` (403) unless ``caller`` may call ``operation``; returns its rule.
 
@@ -213,15 +209,15 @@ def authorize(caller: Caller, operation: str, *, role: str | None = None) -> Rul
         raise AccessDenied(403, f"a team key cannot {rule.summary}", operation=operation)
     if rule.person and caller.user_id is None:
         raise AccessDenied(403, f"to {rule.summary} needs a key that acts as a person", operation=operation)
-    needed = role if role is not None and rank(role) > rank(rule.role) else rule.role
-    if rank(caller.role) < rank(needed):
+    needed = role if role is not None and role_rank(role) > role_rank(rule.role) else rule.role
+    if role_rank(caller.role) < role_rank(needed):
         raise AccessDenied(403, f"to {rule.summary} needs the {needed} role or higher; the key has {caller.role}",
                            operation=operation)
     return rule
 
 
 def sees_every_scope(caller: Caller) -> bool:
-    return rank(caller.role) >= ALL_SCOPES_RANK
+    return role_rank(caller.role) >= role_rank(ALL_SCOPES_ROLE)
 
 
 def may_use_scope(caller: Caller, scope: str) -> bool:

@@ -38,7 +38,9 @@ from typing import Final, Protocol
 
 from agentfy.identity import AgentId, Scope, parse_id
 from agentfy.identity.context import RequestContext
+from agentfy.identity.roles import roles_from
 from agentfy.logs import current_identity
+from agentfy.permissions.access import ALL_SCOPES_ROLE
 from agentfy.permissions.decision import Decision, DecisionCode
 from agentfy.permissions.senders import is_chat_scope, is_synthetic_sender
 from agentfy.store.db import Tx
@@ -50,8 +52,8 @@ CRON: Final = "cron"
 CONTEXT_FILE: Final = "context_file"
 CONFIG_TYPES: Final = (FILE_WRITER, CRON, CONTEXT_FILE)
 
-#: Roles of the tenant that need no per-chat grant.
-PRIVILEGED_ROLES: Final = frozenset({"owner", "admin", "operator"})
+#: Roles of the tenant that need no per-chat grant: those that see every scope of their organization.
+PRIVILEGED_ROLES: Final = roles_from(ALL_SCOPES_ROLE)
 
 logger = logging.getLogger("agentfy.permissions")
 

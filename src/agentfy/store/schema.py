@@ -21,6 +21,8 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 
+from agentfy.identity.roles import ROLES
+
 #: Names stay under PostgreSQL's 63-character limit (a test checks), so a violation's constraint name maps
 #: back to its columns exactly.
 NAMING_CONVENTION: Final = {
@@ -35,7 +37,8 @@ metadata: Final = sa.MetaData(naming_convention=NAMING_CONVENTION)
 
 #: The characters an ID may contain (canonical and legacy alike); the CHECK trims them away.
 ID_CHARACTERS: Final = "0123456789abcdefghijklmnopqrstuvwxyz-"
-ROLES: Final = ("owner", "admin", "operator", "member")
+#: The CHECK of a column that holds an organization role.
+_ROLE_IN: Final = f"role IN ({', '.join(repr(role) for role in ROLES)})"
 
 
 def id_check(column: str) -> sa.CheckConstraint:
@@ -114,7 +117,7 @@ org_members = _table(
     sa.Column("role", sa.Text, nullable=False),
     created_at(),
     sa.UniqueConstraint("org_id", "user_id"),
-    sa.CheckConstraint("role IN ('owner', 'admin', 'operator', 'member')", name="role_known"),
+    sa.CheckConstraint(_ROLE_IN, name="role_known"),
     id_columns=("id", "org_id", "user_id"),
 )
 
@@ -134,7 +137,7 @@ org_invitations = _table(
     created_at(),
     sa.Column("expires_at", sa.Text, nullable=False),
     sa.Column("responded_at", sa.Text, nullable=True),
-    sa.CheckConstraint("role IN ('owner', 'admin', 'operator', 'member')", name="role_known"),
+    sa.CheckConstraint(_ROLE_IN, name="role_known"),
     sa.CheckConstraint("status IN ('pending', 'accepted', 'declined', 'withdrawn')", name="status_known"),
     sa.Index("ix_org_invitations_pending", "tenant_id", "user_id", unique=True,
              sqlite_where=sa.text("status = 'pending'"), postgresql_where=sa.text("status = 'pending'")),
@@ -557,7 +560,7 @@ api_keys = _table(
     created_at(),
     sa.Column("revoked_at", sa.Text, nullable=True),
     sa.Column("expires_at", sa.Text, nullable=True, comment="the key stops working then (NULL: never)"),
-    sa.CheckConstraint("role IN ('owner', 'admin', 'operator', 'member')", name="role_known"),
+    sa.CheckConstraint(_ROLE_IN, name="role_known"),
     id_columns=("id", "tenant_id", "user_id"),
 )
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from fastapi import APIRouter, Response
 
 from agentfy.gateway.app import Authenticated
-from agentfy.gateway.auth import ROLE_RANK, Principal
+from agentfy.gateway.auth import Principal
 from agentfy.gateway.errors import ApiError
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in
@@ -36,6 +36,7 @@ from agentfy.gateway.routes.schemas_admin import (
     UserOut,
 )
 from agentfy.identity import Scope, parse_id
+from agentfy.identity.roles import role_rank
 from agentfy.store.errors import NotFoundError
 from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import api_keys, invitations, orgs
@@ -74,7 +75,7 @@ def member_out(member: Member) -> MemberOut:
 
 def _require_outranked(who: Principal, role: str, action: str) -> None:
     """A caller may not hand out, or take away, a role above its own."""
-    if ROLE_RANK[role] > ROLE_RANK[who.role]:
+    if role_rank(role) > role_rank(who.role):
         raise ApiError(403, "forbidden", f"a {who.role} key cannot {action} a member with the {role} role")
 
 
@@ -265,7 +266,7 @@ def create_api_key(body: ApiKeyIn, call: Authenticated) -> IssuedApiKeyOut:
             member_role = orgs.member_role(tx, call.who.scope, body.user_id)
             if member_role is None:
                 raise NotFoundError("user", body.user_id)
-            if ROLE_RANK[body.role] > ROLE_RANK[member_role]:
+            if role_rank(body.role) > role_rank(member_role):
                 raise ApiError(422, "invalid_input", f"the key's role {body.role!r} is above the member's role "
                                f"{member_role!r}", field="role", value=body.role)
         issued = api_keys.create_api_key(tx, call.who.scope, name=body.name, role=body.role, user_id=body.user_id,

@@ -9,15 +9,14 @@ from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from agentfy.identity.keys import AGENT_KEY_MAX_LENGTH
-from agentfy.ids import ID_MAX_LENGTH, id_pattern
+from agentfy.identity.keys import AGENT_KEY_MAX_LENGTH, AGENT_KEY_PATTERN
+from agentfy.ids import CANONICAL, ID_MAX_LENGTH, id_pattern
 from agentfy.store.inputs import JSON_MAX_BYTES, JSON_MAX_DEPTH, json_problem
 
-AGENT_KEY_PATTERN: Final = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 AGENT_REF_MAX_LENGTH: Final = 100
 #: An agent named either way: its ID (anchored ID pattern) or its agent_key.
 AGENT_REF_PATTERN: Final = f"(?:{id_pattern('agent')})|(?:{AGENT_KEY_PATTERN})"
-AGENT_REF_DESCRIPTION: Final = ("The agent's ID (agent-<adjective>-<noun>-<12 Crockford base32>) or its agent_key "
+AGENT_REF_DESCRIPTION: Final = (f"The agent's ID ({CANONICAL.described_for('agent')}) or its agent_key "
                                 "(lower-case slug, unique within the caller's organization).")
 
 
@@ -105,5 +104,5 @@ def agent_ref_field(description: str = AGENT_REF_DESCRIPTION, *, default: Any = 
 
 
 def id_path(prefix: str, what: str) -> Any:
-    return Path(description=f"The {what}'s ID ({prefix}-<adjective>-<noun>-<12 Crockford base32>, or a legacy ID).",
+    return Path(description=f"The {what}'s ID ({CANONICAL.described_for(prefix)}, or a legacy ID).",
                 json_schema_extra=id_schema(prefix))

@@ -9,7 +9,7 @@ the router's cache for reads.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StrictBool
 
@@ -21,21 +21,9 @@ from agentfy.gateway.routes.schemas import (  # re-exported for the admin routes
     id_path,
     optional_id_field,
 )
+from agentfy.identity.roles import Role
 from agentfy.store.repos.permissions import CONFIG_TYPES
 from agentfy.store.repos.skills import SKILL_CONTENT_MAX_LENGTH
-
-Role = Literal["owner", "admin", "operator", "member"]
-
-
-
-
-
-
-
-
-
-
-
 
 # -- path parameters ----------------------------------------------------------------------------------------
 OrgIdPath = Annotated[str, id_path("org", "organization")]

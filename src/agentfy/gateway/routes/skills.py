@@ -9,10 +9,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from agentfy.gateway.app import Authenticated
-from agentfy.gateway.auth import ROLE_RANK, Principal
+from agentfy.gateway.auth import Principal
 from agentfy.gateway.errors import ApiError
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.routes.schemas_admin import SkillIdPath, SkillIn, SkillOut, SkillPatch
+from agentfy.identity.roles import role_rank
 from agentfy.store.db import Tx
 from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import skills
@@ -30,7 +31,7 @@ def _managed_skill(tx: Tx, who: Principal, skill_id: str) -> Skill:
     """The skill, if the caller may change it: its owner (the acting person) or an admin; else 403."""
     skill = skills.get_skill(tx, who.scope, skill_id)
     ctx = who.context()
-    if ROLE_RANK[who.role] < ROLE_RANK["admin"] and not skills.can_manage_skill(skill, ctx.actor_id, ctx.user_id):
+    if role_rank(who.role) < role_rank("admin") and not skills.can_manage_skill(skill, ctx.actor_id, ctx.user_id):
         raise ApiError(403, "forbidden", "only the skill's owner or an admin may change it")
     return skill
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agentfy.identity.roles import InvalidRoleError, Role, parse_role
 from agentfy.store.errors import InvalidInputError
 from agentfy.store.inputs import LABEL_MAX_LENGTH, check_json, check_json_size, check_label, check_text, readable_object
 
@@ -29,6 +30,14 @@ def load_json(text: str | None) -> dict[str, Any]:
     if not text or text == "{}":
         return {}
     return readable_object(text)
+
+
+def require_role(value: object) -> Role:
+    """An organization role (:mod:`agentfy.identity.roles`), else :class:`InvalidInputError` naming ``role``."""
+    try:
+        return parse_role(value)
+    except InvalidRoleError as error:
+        raise InvalidInputError(str(error), field=error.field, value=value) from None
 
 
 def require_text(value: object, *, field: str, max_length: int = 10_000, allow_empty: bool = False) -> str:

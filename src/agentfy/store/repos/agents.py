@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from agentfy.identity import AgentId, AgentKey, InvalidIdError, OrgId, Scope, parse_agent_key, parse_id
 from agentfy.identity.keys import InvalidAgentKeyError, agent_key_problem, is_short_key, looks_like_an_id
-from agentfy.ids import is_id
+from agentfy.ids import CANONICAL, is_id
 from agentfy.ids.validate import canonical_matcher
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Positional, Sql, Tx, now
@@ -171,8 +171,8 @@ def resolve_agent(tx: Tx, scope: Scope, id_or_key: str) -> Agent:
         if problem is not None:
             if isinstance(id_or_key, str) and looks_like_an_id(id_or_key):
                 raise InvalidIdError(id_or_key, "agent", field="agent")  # e.g. a team ID where an agent belongs
-            raise InvalidAgentKeyError(id_or_key, "expected an agent ID (agent-<adjective>-<noun>-<12 Crockford "
-                                       f"base32>) or an agent_key; as a key it {problem}", field="agent")
+            raise InvalidAgentKeyError(id_or_key, f"expected an agent ID ({CANONICAL.described_for('agent')}) or an "
+                                       f"agent_key; as a key it {problem}", field="agent")
         row = tx.one(_BY_KEY, (scope.tenant_id, id_or_key))
     if row is None:
         raise NotFoundError("agent", id_or_key)

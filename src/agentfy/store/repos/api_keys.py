@@ -12,25 +12,26 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import sqlalchemy as sa
+from sqlalchemy.sql.dml import ReturningUpdate
 
 from agentfy.identity import OrgId, Scope, parse_id
+from agentfy.identity.roles import ROLES, role_rank
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError
 from agentfy.store.paging import Keyset
-from agentfy.store.repos._common import require_text
-from agentfy.store.schema import ROLES, api_keys, org_members
+from agentfy.store.repos._common import require_role, require_text
+from agentfy.store.schema import api_keys, org_members
 from agentfy.store.sql import insert_returning_id
 
 KEY_PREFIX: Final = "agfy_ok_"
 VISIBLE_CHARACTERS: Final = 16
 
-_RANK: Final = {role: len(ROLES) - i for i, role in enumerate(ROLES)}  # owner 4 ... member 1
 _COLUMNS: Final = (api_keys.c.id, api_keys.c.tenant_id, api_keys.c.name, api_keys.c.role, api_keys.c.user_id,
                    api_keys.c.platform_admin, api_keys.c.key_prefix, api_keys.c.created_at, api_keys.c.revoked_at,
                    api_keys.c.expires_at)
@@ -50,10 +51,10 @@ _REVOKE_OF_USER: Final = (sa.update(api_keys).where(api_keys.c.tenant_id == sa.b
                                                     api_keys.c.revoked_at.is_(None))
                           .values(revoked_at=sa.bindparam("now")).returning(api_keys.c.id))
 #: Per target role: lower every live key of a person whose role is above it to that role.
-_NARROW_OF_USER: Final = {
+_NARROW_OF_USER: Final[Mapping[str, ReturningUpdate[tuple[str]]]] = {
     role: (sa.update(api_keys).where(api_keys.c.tenant_id == sa.bindparam("tenant_id"),
                                      api_keys.c.user_id == sa.bindparam("user_id"), api_keys.c.revoked_at.is_(None),
-                                     sa.or_(*(api_keys.c.role == r for r in ROLES if _RANK[r] > _RANK[role])))
+                                     sa.or_(*(api_keys.c.role == r for r in ROLES if role_rank(r) > role_rank(role))))
            .values(role=role).returning(api_keys.c.id))
     for role in ROLES if role != "owner"}
 _LIVE_PLATFORM_ADMIN_KEYS: Final = sa.select(api_keys.c.id).where(api_keys.c.platform_admin.is_(sa.true()), _LIVE)
@@ -101,7 +102,7 @@ class KeyChain:
             return key.role, ""
         if self.member_role is None:
             return None, "the person this API key acts as is no longer a member of its organization"
-        return min(key.role, self.member_role, key=lambda role: _RANK[role]), ""
+        return min(key.role, self.member_role, key=role_rank), ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +126,7 @@ def create_api_key(tx: Tx, scope: Scope, *, name: str, role: str, user_id: str |
                    expires_at: str | None = None) -> IssuedApiKey:
     """A new key of the scope's organization with ``role``; ``key`` adopts a given plaintext (from the
     environment at first start) instead of generating one; ``expires_at`` (the store's time format) ends it."""
-    if role not in ROLES:
-        raise InvalidInputError(f"role {role!r} is unknown; expected one of {', '.join(ROLES)}", field="role",
-                                value=role)
+    require_role(role)
     plaintext = key if key is not None else KEY_PREFIX + secrets.token_urlsafe(32)
     if len(plaintext) < 32:
         raise InvalidInputError("an API key must be at least 32 characters", field="key", value=None)

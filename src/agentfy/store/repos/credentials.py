@@ -17,7 +17,6 @@ import binascii
 import os
 import secrets
 import stat
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -80,16 +79,6 @@ class CredentialCipher:
     @staticmethod
     def generate_key() -> bytes:
         return AESGCM.generate_key(bit_length=KEY_BYTES * 8)
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> CredentialCipher:
-        """From ``$AGENTFY_CREDENTIALS_KEY``: the base64 of a 32-byte key."""
-        value = (os.environ if environ is None else environ).get(KEY_ENV)
-        if not value:
-            raise CredentialKeyError(f"${KEY_ENV} is not set: it must hold the base64 of a {KEY_BYTES}-byte key "
-                                     "(generate one with: python -c \"import os, base64; "
-                                     "print(base64.b64encode(os.urandom(32)).decode())\")")
-        return cls(decode_key(value, f"${KEY_ENV}"))
 
     @classmethod
     def from_key_file(cls, path: str | os.PathLike[str]) -> CredentialCipher:

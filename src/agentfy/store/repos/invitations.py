@@ -22,10 +22,11 @@ import sqlalchemy as sa
 
 from agentfy.identity import OrgId, Scope, parse_id
 from agentfy.store.db import Tx, now
-from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
+from agentfy.store.errors import ConflictError, NotFoundError, UniqueViolation
 from agentfy.store.paging import Keyset
 from agentfy.store.repos import orgs
-from agentfy.store.schema import ROLES, org_invitations, organizations
+from agentfy.store.repos._common import require_role
+from agentfy.store.schema import org_invitations, organizations
 from agentfy.store.sql import insert_returning_id
 
 #: How long an invitation waits for an answer.
@@ -94,9 +95,7 @@ def invite(tx: Tx, scope: Scope, user_id: str, role: str, *, invited_by: str | N
     organization only.
     """
     user_id = parse_id(user_id, "user", field="user_id")
-    if role not in ROLES:
-        raise InvalidInputError(f"role {role!r} is unknown; expected one of {', '.join(ROLES)}", field="role",
-                                value=role)
+    require_role(role)
     if orgs.member_role(tx, scope, user_id) is not None:
         raise ConflictError(f"user {user_id!r} is already a member", field="user_id", value=user_id)
     stamp = now()

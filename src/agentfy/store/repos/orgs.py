@@ -20,9 +20,8 @@ from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
 from agentfy.store.paging import Keyset
 from agentfy.store.repos import api_keys
-from agentfy.store.repos._common import dump_json, load_json, require_text
+from agentfy.store.repos._common import dump_json, load_json, require_role, require_text
 from agentfy.store.schema import (
-    ROLES,
     event_outbox,
     org_members,
     organizations,
@@ -113,13 +112,6 @@ def parse_slug(value: object) -> str:
     return str(value)
 
 
-def _role(value: object) -> str:
-    if value not in ROLES:
-        raise InvalidInputError(f"role {value!r} is unknown; expected one of {', '.join(ROLES)}",
-                                field="role", value=value)
-    return str(value)
-
-
 def _slug_conflict(slug: str) -> ConflictError:
     return ConflictError(f"slug {slug!r} is already used by another organization", field="slug", value=slug)
 
@@ -134,10 +126,6 @@ def create_organization(tx: Tx, *, slug: str, name: str, settings: dict[str, Any
     except UniqueViolation:
         raise _slug_conflict(values["slug"]) from None
     return Organization(OrgId(org_id), values["slug"], values["name"], None, settings or {}, values["created_at"])
-
-
-def platform_organization_exists(tx: Tx) -> bool:
-    return tx.one(_ORG_BY_ID, {"id": PLATFORM_ORG_ID}) is not None
 
 
 def ensure_platform_organization(tx: Tx) -> tuple[Organization, bool]:
@@ -215,7 +203,7 @@ def add_member(tx: Tx, scope: Scope, user_id: str, role: str) -> Member:
     user_id = parse_id(user_id, "user")
     if tx.one(_USER_BY_ID, {"id": user_id}) is None:
         raise NotFoundError("user", user_id)
-    values = {"org_id": scope.tenant_id, "user_id": user_id, "role": _role(role), "created_at": now()}
+    values = {"org_id": scope.tenant_id, "user_id": user_id, "role": require_role(role), "created_at": now()}
     try:
         member_id = tx.insert_minted("org-member", _INSERT_MEMBER, values)
     except UniqueViolation:
@@ -261,7 +249,7 @@ def set_member_role(tx: Tx, scope: Scope, user_id: str, role: str) -> Member:
     """Change a member's role.  A demotion narrows every API key acting as them to the new role, in the same
     transaction; the last owner cannot be demoted (:class:`ConflictError`)."""
     user_id = parse_id(user_id, "user")
-    new_role = _role(role)
+    new_role = require_role(role)
     row = tx.one(_MEMBER_ROLE, {"tenant_id": scope.tenant_id, "user_id": user_id})
     if row is None:
         raise NotFoundError("member", user_id)

@@ -1,0 +1,1 @@
+"""Helpers the tests of several packages share; fixtures stay in the ``conftest.py`` files."""
