@@ -26,7 +26,7 @@ from agentfy.runtime.providers import ModelConfigError
 from agentfy.runtime.runner import Runtime
 
 if TYPE_CHECKING:
-    from agentfy.gateway.app import GatewayState
+    from agentfy.gateway.deps import GatewayState
 
 CHANNEL: Final = "api"
 DEFAULT_CONVERSATION: Final = "default"

@@ -24,7 +24,7 @@ from prometheus_client.registry import Collector
 from agentfy.store.changefeed.changes import Change
 
 if TYPE_CHECKING:
-    from agentfy.gateway.app import GatewayState
+    from agentfy.gateway.deps import GatewayState
 
 log = logging.getLogger(__name__)
 

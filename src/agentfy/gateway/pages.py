@@ -24,7 +24,7 @@ from agentfy.gateway.errors import ApiError
 from agentfy.store.paging import DEFAULT_LIMIT, MAX_LIMIT, Keyset, PageKeyError
 
 if TYPE_CHECKING:
-    from agentfy.gateway.app import GatewayState
+    from agentfy.gateway.deps import GatewayState
 
 T = TypeVar("T")
 Out = TypeVar("Out")

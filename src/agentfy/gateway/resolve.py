@@ -32,7 +32,7 @@ from agentfy.store.repos import agents
 from agentfy.store.repos.agents import Agent
 
 if TYPE_CHECKING:
-    from agentfy.gateway.app import GatewayState
+    from agentfy.gateway.deps import GatewayState
 
 
 def not_found(entity: str, ref: object, field: str) -> ApiError:

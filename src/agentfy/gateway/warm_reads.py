@@ -30,7 +30,7 @@ from agentfy.logs import bind_log_identity
 from agentfy.permissions.access import AccessDenied, authorize
 
 if TYPE_CHECKING:
-    from agentfy.gateway.app import GatewayState
+    from agentfy.gateway.deps import GatewayState
 
 PREFIX: Final = "/v1/agents/"
 OPERATION: Final = "agents.get"

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 from fastapi import APIRouter, Response
 
-from agentfy.gateway.app import Authenticated
 from agentfy.gateway.auth import ROLE_RANK, Principal
+from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.errors import ApiError
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in
