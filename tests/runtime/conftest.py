@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 import pytest
 
 from agentfy.agents.router import Router
-from agentfy.gateway.rpc.broadcast import AgentEvent
 from agentfy.identity import Scope
 from agentfy.identity.context import RequestContext
+from agentfy.runtime.events import AgentEvent
 from agentfy.runtime.inbound import Inbound, Reply
 from agentfy.runtime.runner import Runtime
 from agentfy.store.db import Database
