@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Final
 
 from pydantic import BaseModel, Field
 
+from agentfy.errors import ApiError
 from agentfy.gateway.auth import Principal
-from agentfy.gateway.errors import ApiError
 from agentfy.gateway.routes.schemas import Strict, agent_ref_field
 from agentfy.identity import AgentKey
 from agentfy.permissions.channels import http_context

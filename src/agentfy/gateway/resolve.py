@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from agentfy.agents.loop import AgentLoop
+from agentfy.errors import ApiError
 from agentfy.gateway.auth import Principal
-from agentfy.gateway.errors import ApiError
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.logs import bind_log_identity
 from agentfy.store.db import Tx

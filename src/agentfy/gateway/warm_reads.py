@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from agentfy.errors import ApiError
 from agentfy.gateway import agent_ops
 from agentfy.gateway.auth import bearer
-from agentfy.gateway.errors import ApiError
 from agentfy.gateway.limits import App, Receive, Scope, Send
 from agentfy.identity.context import set_for_task
 from agentfy.logs import bind_log_identity
