@@ -2,8 +2,8 @@
 health checks and the chat channels, and mounts the ``/v1`` routes (:mod:`agentfy.gateway.routes.mount`).
 
 What the routes depend on (the state, the principal look-up, ``Authenticated``) is in
-:mod:`agentfy.gateway.deps`, below them; this module is the top of the gateway and nothing in it imports it
-back.
+:mod:`agentfy.gateway.deps`, below them.  This module is the gateway's top: no module of the gateway imports
+it, so it imports everything it assembles at its top.
 """
 
 from __future__ import annotations
