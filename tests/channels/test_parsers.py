@@ -16,7 +16,7 @@ from agentfy.channels import discord, telegram
 from agentfy.channels.discord_interactions import Interaction
 from agentfy.channels.payloads import parse_body
 from agentfy.channels.telegram_updates import TelegramUpdate
-from agentfy.gateway.errors import ApiError
+from agentfy.errors import ApiError
 
 USERNAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{1,28}bot", re.IGNORECASE)
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),

@@ -51,9 +51,9 @@ from agentfy.cutover.errors import BackupError, CutoverError, IdConflictError, U
 from agentfy.cutover.hops import record_hops, resolve_migrated_id
 from agentfy.cutover.references import ENTITY_TABLES, JSON_COLUMNS
 from agentfy.cutover.run import CutoverOptions, CutoverReport, run_cutover
+from agentfy.errors import ApiError
 from agentfy.gateway.app import create_app
 from agentfy.gateway.auth import principal_from_key, sign_context, verify_context
-from agentfy.gateway.errors import ApiError
 from agentfy.identity import Scope
 from agentfy.ids import format_id, is_canonical_id
 from agentfy.ids.registry import MODEL_BY_PREFIX

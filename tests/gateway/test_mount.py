@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 import agentfy.gateway.routes as routes_package
 from agentfy.channels.telegram_webhook import TelegramBot
-from agentfy.gateway.app import Authenticated
+from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.routes import mount
 
 

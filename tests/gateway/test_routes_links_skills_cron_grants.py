@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from agentfy.gateway.app import GatewayState
+from agentfy.gateway.deps import GatewayState
 from agentfy.identity.context import RequestContext
 from tests.gateway.test_routes_orgs import Checks, Route, bearer, build_world, post
 from tests.helpers.tenants import Tenant

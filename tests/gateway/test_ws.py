@@ -17,11 +17,12 @@ from starlette.websockets import WebSocketDisconnect
 
 from agentfy.gateway import auth
 from agentfy.gateway.routes import ws as ws_route
-from agentfy.gateway.rpc.broadcast import AgentEvent, Subscriber, broadcaster_for
+from agentfy.gateway.rpc.broadcast import Subscriber, broadcaster_for
 from agentfy.identity import AgentId, AgentKey, InvalidAgentKeyError
 from agentfy.identity.context import RequestContext
 from agentfy.identity.keys import InvalidTenantSlugError, TenantSlug, looks_like_an_id
 from agentfy.ids import format_id, is_id
+from agentfy.runtime.events import AgentEvent
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys

@@ -23,7 +23,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from agentfy.channels.discord_interactions import APPLICATION_COMMAND, Interaction
-from agentfy.gateway.errors import ApiError
+from agentfy.errors import ApiError
 from agentfy.identity import AgentKey
 from agentfy.permissions.channels import discord_context
 from agentfy.runtime.inbound import Inbound

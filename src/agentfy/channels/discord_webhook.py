@@ -22,7 +22,7 @@ from agentfy.channels.discord_api import send_reply
 from agentfy.channels.discord_interactions import PING, Interaction
 from agentfy.channels.payloads import parse_body
 from agentfy.channels.state import ChannelState, channels_of
-from agentfy.gateway.errors import ApiError
+from agentfy.errors import ApiError
 from agentfy.runtime.inbound import Reply
 from agentfy.store.repos import channels as bindings
 from agentfy.store.repos.channels import ChannelBinding

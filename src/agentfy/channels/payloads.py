@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agentfy.gateway.errors import ApiError
+from agentfy.errors import ApiError
 
 Model = TypeVar("Model", bound=BaseModel)
 

@@ -17,7 +17,7 @@ from fastapi import FastAPI, Request
 
 from agentfy.channels.settings import ChannelSettings
 from agentfy.channels.web import mount_chat_page
-from agentfy.gateway.errors import ApiError
+from agentfy.errors import ApiError
 from agentfy.runtime.inbound import MessageHandler
 from agentfy.settings import Settings, load_settings
 from agentfy.store.db import Database

@@ -24,7 +24,7 @@ from agentfy.channels.payloads import parse_body
 from agentfy.channels.state import ChannelState, channels_of
 from agentfy.channels.telegram_api import send_reply
 from agentfy.channels.telegram_updates import TelegramUpdate
-from agentfy.gateway.errors import ApiError
+from agentfy.errors import ApiError
 from agentfy.runtime.inbound import Reply
 from agentfy.store.repos import channels as bindings
 from agentfy.store.repos.channels import ChannelBinding

@@ -24,7 +24,7 @@ from agentfy.store.repos import agents
 from agentfy.store.repos.agents import Agent
 
 if TYPE_CHECKING:
-    from agentfy.gateway.app import GatewayState
+    from agentfy.gateway.deps import GatewayState
 
 
 #: Rendered agents kept per gateway; past this many the cache starts over (a cold agent costs one render).

@@ -30,7 +30,7 @@ from typing import Final
 
 import sqlalchemy as sa
 
-from agentfy.gateway.errors import ApiError
+from agentfy.errors import ApiError
 from agentfy.identity import OrgId, Scope
 from agentfy.identity.context import RequestContext
 from agentfy.identity.roles import is_role, role_rank

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Final
 from pydantic import AfterValidator, BaseModel, Field
 from pydantic_core import PydanticCustomError
 
+from agentfy.errors import ApiError
 from agentfy.gateway.auth import Principal
-from agentfy.gateway.errors import ApiError
 from agentfy.gateway.routes.schemas import Strict, agent_ref_field
 from agentfy.identity import AgentKey
 from agentfy.permissions.channels import http_context
@@ -27,7 +27,7 @@ from agentfy.runtime.providers import ModelConfigError
 from agentfy.runtime.runner import Runtime
 
 if TYPE_CHECKING:
-    from agentfy.gateway.app import GatewayState
+    from agentfy.gateway.deps import GatewayState
 
 CHANNEL: Final = "api"
 DEFAULT_CONVERSATION: Final = "default"

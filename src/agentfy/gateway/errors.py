@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from agentfy.errors import ApiError
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.identity.keys import InvalidTenantSlugError
 from agentfy.permissions.access import AccessDenied
@@ -57,17 +58,6 @@ ERROR_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
                                 (503, "the database is unavailable for now (unreachable, busy, or the connection "
                                       "was lost mid-request); retry later"))
 }
-
-
-class ApiError(Exception):
-    """An error the gateway raises itself (authentication, authorisation, bad requests)."""
-
-    def __init__(self, status: int, code: str, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.details = details
 
 
 #: The longest message an error carries (a message quoting input stays bounded whatever the input).

@@ -21,10 +21,11 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agentfy.events import admin
 from agentfy.store.changefeed.changes import Change
 
 if TYPE_CHECKING:
-    from agentfy.gateway.app import GatewayState
+    from agentfy.gateway.deps import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +91,6 @@ class _StateCollector(Collector):
 
 
 def _bus(gateway: GatewayState) -> Iterator[Metric]:
-    from agentfy.events import admin  # noqa: PLC0415 - the bus is optional to the gateway's imports
-
     try:
         stats = admin.stats(gateway.db, days=1)
     except Exception:  # a scrape must answer even when the database does not

@@ -35,7 +35,7 @@ from agentfy.store.changefeed.changes import Change
 from agentfy.store.repos import orgs
 
 if TYPE_CHECKING:
-    from agentfy.gateway.app import GatewayState
+    from agentfy.gateway.deps import GatewayState
     from agentfy.gateway.metrics import GatewayMetrics
 
 log = logging.getLogger("agentfy.request")

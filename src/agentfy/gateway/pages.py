@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Generic, TypeVar
 from fastapi import Query
 from pydantic import BaseModel, Field
 
+from agentfy.errors import ApiError
 from agentfy.gateway.auth import Principal
-from agentfy.gateway.errors import ApiError
 from agentfy.store.paging import DEFAULT_LIMIT, MAX_LIMIT, Keyset, PageKeyError
 
 if TYPE_CHECKING:
-    from agentfy.gateway.app import GatewayState
+    from agentfy.gateway.deps import GatewayState
 
 T = TypeVar("T")
 Out = TypeVar("Out")

@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from agentfy.agents.loop import AgentLoop
+from agentfy.errors import ApiError
 from agentfy.gateway.auth import Principal
-from agentfy.gateway.errors import ApiError
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.logs import bind_log_identity
 from agentfy.store.db import Tx
@@ -32,7 +32,7 @@ from agentfy.store.repos import agents
 from agentfy.store.repos.agents import Agent
 
 if TYPE_CHECKING:
-    from agentfy.gateway.app import GatewayState
+    from agentfy.gateway.deps import GatewayState
 
 
 def not_found(entity: str, ref: object, field: str) -> ApiError:

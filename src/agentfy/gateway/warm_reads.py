@@ -23,15 +23,15 @@ from typing import TYPE_CHECKING, Final
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agentfy.errors import ApiError
 from agentfy.gateway import agent_ops
 from agentfy.gateway.auth import bearer
-from agentfy.gateway.errors import ApiError
 from agentfy.identity.context import set_for_task
 from agentfy.logs import bind_log_identity
 from agentfy.permissions.access import AccessDenied, authorize
 
 if TYPE_CHECKING:
-    from agentfy.gateway.app import GatewayState
+    from agentfy.gateway.deps import GatewayState
 
 PREFIX: Final = "/v1/agents/"
 OPERATION: Final = "agents.get"

@@ -1,21 +1,80 @@
-"""A run's progress for WebSocket clients: started, each tool call, the reply, finished.
+"""The agent events WebSocket clients hear — their names and their one shape, :class:`AgentEvent` — and how
+a run publishes its own: started, each tool call, the reply, finished.
 
-Published by agent key within the tenant (:class:`~agentfy.gateway.rpc.broadcast.AgentEvent`: the key and the
-tenant slug, with the agent's ID), to the tenant's subscribers only.  The events carry the run's ID and a
-tool's name, never the text or the scope of the conversation: every member of the tenant may subscribe, and a
-conversation belongs to its scope.  Publishing never fails a run (a bad event is logged and dropped).
+An event names the agent by its **display identity** — ``agent_key`` and the tenant slug, always together
+(a key is unique only within its tenant) — plus its ID for clients that store it (the UI's agent events
+carry the key; never only the ID).  :class:`AgentEvent` refuses to exist without both, and refuses an ID in
+place of either.
+
+The events live here, beside the runtime that publishes the run events, and below the gateway: the gateway's
+broadcaster (:mod:`agentfy.gateway.rpc.broadcast`) delivers them to the tenant's WebSocket subscribers and
+makes the ``agent.*`` change events from the change feed; the runtime only needs somewhere to publish
+(:class:`RunEvents`).  Run events carry the run's ID and a tool's name, never the text or the scope of the
+conversation: every member of the tenant may subscribe, and a conversation belongs to its scope.  Publishing
+never fails a run (a bad event is logged and dropped).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Final, Protocol
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
 
-from agentfy.gateway.rpc.broadcast import AgentEvent, Broadcaster
-from agentfy.identity.keys import TenantSlug
+from agentfy.identity import AgentId, AgentKey, parse_agent_key, parse_id
+from agentfy.identity.keys import TenantSlug, parse_tenant_slug
 from agentfy.store.repos.agents import Agent
 
 logger: Final = logging.getLogger("agentfy.runtime")
+
+#: An agent's changes, made by the gateway's broadcaster from the change feed (whoever made the change).
+AGENT_CREATED: Final = "agent.created"
+AGENT_UPDATED: Final = "agent.updated"
+AGENT_RENAMED: Final = "agent.renamed"
+AGENT_DELETED: Final = "agent.deleted"
+AGENT_EVENTS: Final = (AGENT_CREATED, AGENT_UPDATED, AGENT_RENAMED, AGENT_DELETED)
+#: A run's progress, published by the runtime (:func:`emit`).  They carry ``run``: the run's
+#: ID and, for a tool call, the tool's name — never the conversation's text or scope, because every member
+#: of the tenant may subscribe and a conversation belongs to its scope.
+RUN_STARTED: Final = "agent.run.started"
+TOOL_CALLED: Final = "agent.tool.called"
+REPLIED: Final = "agent.replied"
+RUN_FINISHED: Final = "agent.run.finished"
+RUN_EVENTS: Final = (RUN_STARTED, TOOL_CALLED, REPLIED, RUN_FINISHED)
+
+#: One event as a WebSocket message (JSON).
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEvent:
+    """One agent event as clients see it: the display identity (key + tenant slug) and the ID."""
+
+    name: str
+    agent_id: AgentId
+    agent_key: AgentKey
+    tenant_slug: TenantSlug
+    previous_key: AgentKey | None = None
+    run: dict[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in AGENT_EVENTS and self.name not in RUN_EVENTS:
+            raise ValueError(f"unknown agent event {self.name!r}; expected one of "
+                             f"{', '.join(AGENT_EVENTS + RUN_EVENTS)}")
+        parse_id(self.agent_id, "agent", field="agent.id")
+        parse_agent_key(self.agent_key, field="agent.agent_key")  # an ID is refused as a key
+        parse_tenant_slug(self.tenant_slug, field="agent.tenant_slug")  # and as a slug
+        if self.previous_key is not None:
+            parse_agent_key(self.previous_key, field="agent.previous_key")
+
+    def message(self) -> Message:
+        """``{"event": name, "agent": {"id", "agent_key", "tenant_slug"[, "previous_key"]}[, "run": {…}]}``."""
+        agent: Message = {"id": self.agent_id, "agent_key": self.agent_key, "tenant_slug": self.tenant_slug}
+        if self.previous_key is not None:
+            agent["previous_key"] = self.previous_key
+        message: Message = {"event": self.name, "agent": agent}
+        if self.run is not None:
+            message["run"] = dict(self.run)
+        return message
 
 
 class RunEvents(Protocol):
@@ -31,7 +90,7 @@ class NoEvents:
         return 0
 
 
-def emit(sink: RunEvents | Broadcaster, name: str, agent: Agent, tenant_slug: str, run: dict[str, str]) -> None:
+def emit(sink: RunEvents, name: str, agent: Agent, tenant_slug: str, run: dict[str, str]) -> None:
     """Publish one run event of ``agent`` to its tenant's subscribers."""
     try:
         event = AgentEvent(name, agent.id, agent.agent_key, TenantSlug(tenant_slug), run=run)

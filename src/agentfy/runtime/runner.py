@@ -38,7 +38,6 @@ from typing import Final
 from agentfy.agents.loop import AgentLoop
 from agentfy.agents.router import Router
 from agentfy.agents.telemetry import agent_span
-from agentfy.gateway.rpc.broadcast import REPLIED, RUN_FINISHED, RUN_STARTED, TOOL_CALLED
 from agentfy.identity import Scope, parse_id
 from agentfy.identity.context import RequestContext, bind, use
 from agentfy.permissions.channels import system_context
@@ -52,9 +51,10 @@ from agentfy.permissions.propagation import (
     teammate_dispatch,
 )
 from agentfy.runtime import conversation, prompting
-from agentfy.runtime.events import NoEvents, RunEvents, emit
+from agentfy.runtime.events import REPLIED, RUN_FINISHED, RUN_STARTED, TOOL_CALLED, NoEvents, RunEvents, emit
 from agentfy.runtime.flush import DEFAULT_FLUSH_RATIO, flush
 from agentfy.runtime.inbound import EMPTY_TEXT_PROBLEM, Inbound, Reply, has_visible_text
+from agentfy.runtime.locks import ConversationLocks
 from agentfy.runtime.model import ChatMessage, ModelProvider, ModelRequest, ToolCall, estimate_tokens
 from agentfy.runtime.providers import ModelSettings, Providers
 from agentfy.runtime.toolbox import TOOLS, run_tool
@@ -105,8 +105,6 @@ class Runtime:
     def __init__(self, db: Database, router: Router, *, workspace_root: Path, providers: Providers | None = None,
                  events: RunEvents | None = None, outbound: Outbound | None = None,
                  settings: RuntimeSettings | None = None) -> None:
-        from agentfy.runtime.locks import ConversationLocks  # noqa: PLC0415 - keeps the import graph flat
-
         self.db = db
         self.router = router
         self.workspace_root = Path(workspace_root)

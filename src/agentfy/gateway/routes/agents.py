@@ -9,7 +9,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from agentfy.gateway import agent_ops
 from agentfy.gateway.agent_ops import agent_out
-from agentfy.gateway.app import Authenticated
+from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.pages import Cursor, Limit, Page
 from agentfy.gateway.routes.schemas import (
     AGENT_REF_DESCRIPTION,

@@ -18,8 +18,8 @@ from pydantic import Field
 from agentfy.channels import discord, telegram
 from agentfy.channels.state import channels_of
 from agentfy.channels.telegram_webhook import secret_digest
-from agentfy.gateway.app import Authenticated
-from agentfy.gateway.errors import ApiError
+from agentfy.errors import ApiError
+from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas import Strict

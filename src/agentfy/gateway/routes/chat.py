@@ -6,8 +6,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from agentfy.gateway import chat
-from agentfy.gateway.app import Authenticated
 from agentfy.gateway.chat import AgentReply, MessageToAgent
+from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.errors import ErrorBody
 from agentfy.gateway.routes.agents import AgentRef
 

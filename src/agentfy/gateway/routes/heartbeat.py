@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from agentfy.gateway import agent_ops
-from agentfy.gateway.app import Authenticated
+from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas_admin import HeartbeatOut
 

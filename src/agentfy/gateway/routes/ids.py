@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Path
 
 from agentfy.cutover.hops import resolve_migrated_id
-from agentfy.gateway.app import Authenticated
+from agentfy.gateway.deps import Authenticated
 from agentfy.ids import explain_id, id_prefix_of
 from agentfy.store.db import Tx
 from agentfy.store.schema import metadata

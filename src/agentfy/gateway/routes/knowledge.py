@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from agentfy.gateway.app import Authenticated
 from agentfy.gateway.auth import Principal
+from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.pages import Cursor, Limit, Page, empty, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from agentfy.gateway.app import Authenticated
+from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.errors import fields_as_sent
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in, agent_loop

@@ -25,7 +25,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
 from agentfy.channels import webhooks
-from agentfy.gateway.app import authenticate
+from agentfy.gateway.deps import authenticate
 from agentfy.gateway.errors import ERROR_RESPONSES
 from agentfy.gateway.routes import (
     agents,

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 from fastapi import APIRouter, Response
 
-from agentfy.gateway.app import Authenticated
+from agentfy.errors import ApiError
 from agentfy.gateway.auth import Principal
-from agentfy.gateway.errors import ApiError
+from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in
 from agentfy.gateway.routes.schemas_admin import (

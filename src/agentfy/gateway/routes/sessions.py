@@ -14,8 +14,8 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from agentfy.events.consolidation.episodic import publish_session_completed
-from agentfy.gateway.app import Authenticated
 from agentfy.gateway.auth import Principal
+from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.errors import fields_as_sent
 from agentfy.gateway.pages import Cursor, Limit, Page, decode_cursor, encode_cursor, invalid_cursor
 from agentfy.gateway.resolve import agent_in

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from agentfy.gateway.app import Authenticated
+from agentfy.errors import ApiError
 from agentfy.gateway.auth import Principal
-from agentfy.gateway.errors import ApiError
+from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.routes.schemas_admin import SkillIdPath, SkillIn, SkillOut, SkillPatch
 from agentfy.identity.roles import role_rank

@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from agentfy.gateway.app import Authenticated
+from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in
 from agentfy.gateway.routes.agents import AgentRef

@@ -14,8 +14,8 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, File, Form, Path, Request, Response, UploadFile
 
-from agentfy.gateway.app import Authenticated
-from agentfy.gateway.errors import ApiError
+from agentfy.errors import ApiError
+from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.limits import UPLOAD_FILE_MAX_BYTES, UPLOAD_FILES_MAX_BYTES
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in, agent_loop

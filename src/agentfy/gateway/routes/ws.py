@@ -29,9 +29,9 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.types import Message as AsgiMessage
 from starlette.websockets import WebSocketDisconnect
 
-from agentfy.gateway.app import GatewayState, lookup_principal
+from agentfy.errors import ApiError
 from agentfy.gateway.auth import Principal, bearer, unauthorized
-from agentfy.gateway.errors import ApiError
+from agentfy.gateway.deps import GatewayState, lookup_principal
 from agentfy.gateway.rpc.broadcast import Broadcaster, Subscriber, broadcaster_for
 from agentfy.gateway.rpc.methods import METHODS, READ_ONLY_METHODS, AuthParams, Call
 from agentfy.gateway.rpc.protocol import (

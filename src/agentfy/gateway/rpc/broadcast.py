@@ -1,9 +1,9 @@
-"""Agent events for WebSocket clients: per-tenant subscriber sets fed by the change feed.
+"""Agent events for WebSocket clients: per-tenant subscriber sets fed by the change feed and the runtime.
 
-An event names the agent by its **display identity** — ``agent_key`` and the tenant slug, always together
-(a key is unique only within its tenant) — plus its ID for clients that store it (the UI's agent events
-carry the key; never only the ID).  :class:`AgentEvent` refuses to exist without both, and refuses an ID in
-place of either.
+The events themselves — their names and :class:`~agentfy.runtime.events.AgentEvent`, which names the agent by
+its display identity (``agent_key`` and the tenant slug, with its ID) — are defined beside the runtime, which
+publishes a run's events through :meth:`Broadcaster.publish`; this module delivers them, and makes the
+``agent.*`` change events.
 
 Where events come from: every agent change the store records (``create_agent``, ``rename_agent``,
 ``update_agent``, ``archive_agent``, ``delete_agent``), whichever API or process made it, reaches
@@ -39,30 +39,17 @@ import logging
 import secrets
 import threading
 import weakref
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from agentfy.agents.telemetry import agent_log_fields
-from agentfy.identity import AgentId, AgentKey, parse_agent_key, parse_id
+from agentfy.identity import AgentId, AgentKey
 from agentfy.identity.keys import TenantSlug, parse_tenant_slug
+from agentfy.runtime.events import AGENT_CREATED, AGENT_DELETED, AGENT_RENAMED, AGENT_UPDATED, AgentEvent, Message
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Database
 
 logger: Final = logging.getLogger("agentfy.gateway.ws")
 
-AGENT_CREATED: Final = "agent.created"
-AGENT_UPDATED: Final = "agent.updated"
-AGENT_RENAMED: Final = "agent.renamed"
-AGENT_DELETED: Final = "agent.deleted"
-AGENT_EVENTS: Final = (AGENT_CREATED, AGENT_UPDATED, AGENT_RENAMED, AGENT_DELETED)
-#: A run's progress, published by the runtime (:mod:`agentfy.runtime.events`).  They carry ``run``: the run's
-#: ID and, for a tool call, the tool's name — never the conversation's text or scope, because every member
-#: of the tenant may subscribe and a conversation belongs to its scope.
-RUN_STARTED: Final = "agent.run.started"
-TOOL_CALLED: Final = "agent.tool.called"
-REPLIED: Final = "agent.replied"
-RUN_FINISHED: Final = "agent.run.finished"
-RUN_EVENTS: Final = (RUN_STARTED, TOOL_CALLED, REPLIED, RUN_FINISHED)
 #: Sent to a subscriber that fell behind by more than :data:`SUBSCRIBER_LIMIT` events (they were dropped).
 EVENTS_DROPPED: Final = "events.dropped"
 #: Sent to every subscriber when the change feed may have missed events (its connection was lost).
@@ -70,40 +57,6 @@ EVENTS_RESYNC: Final = "events.resync"
 _EVENT_OF_OP: Final = {"created": AGENT_CREATED, "updated": AGENT_UPDATED, "renamed": AGENT_RENAMED,
                        "archived": AGENT_DELETED, "deleted": AGENT_DELETED}
 SUBSCRIBER_LIMIT: Final = 256
-
-Message = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class AgentEvent:
-    """One agent event as clients see it: the display identity (key + tenant slug) and the ID."""
-
-    name: str
-    agent_id: AgentId
-    agent_key: AgentKey
-    tenant_slug: TenantSlug
-    previous_key: AgentKey | None = None
-    run: dict[str, str] | None = None
-
-    def __post_init__(self) -> None:
-        if self.name not in AGENT_EVENTS and self.name not in RUN_EVENTS:
-            raise ValueError(f"unknown agent event {self.name!r}; expected one of "
-                             f"{', '.join(AGENT_EVENTS + RUN_EVENTS)}")
-        parse_id(self.agent_id, "agent", field="agent.id")
-        parse_agent_key(self.agent_key, field="agent.agent_key")  # an ID is refused as a key
-        parse_tenant_slug(self.tenant_slug, field="agent.tenant_slug")  # and as a slug
-        if self.previous_key is not None:
-            parse_agent_key(self.previous_key, field="agent.previous_key")
-
-    def message(self) -> Message:
-        """``{"event": name, "agent": {"id", "agent_key", "tenant_slug"[, "previous_key"]}[, "run": {…}]}``."""
-        agent: Message = {"id": self.agent_id, "agent_key": self.agent_key, "tenant_slug": self.tenant_slug}
-        if self.previous_key is not None:
-            agent["previous_key"] = self.previous_key
-        message: Message = {"event": self.name, "agent": agent}
-        if self.run is not None:
-            message["run"] = dict(self.run)
-        return message
 
 
 class Subscriber:

@@ -19,13 +19,14 @@ import anyio.from_thread
 from pydantic import Field
 
 from agentfy.gateway import agent_ops, chat
-from agentfy.gateway.app import GatewayState
 from agentfy.gateway.auth import Principal, sign_context
 from agentfy.gateway.chat import SendParams
+from agentfy.gateway.deps import GatewayState
 from agentfy.gateway.pages import PageParams
 from agentfy.gateway.routes.schemas import AgentIn, AgentPatch, Strict, agent_ref_field
-from agentfy.gateway.rpc.broadcast import AGENT_EVENTS, RUN_EVENTS, Subscriber, broadcaster_for
+from agentfy.gateway.rpc.broadcast import Subscriber, broadcaster_for
 from agentfy.gateway.rpc.protocol import P, validate
+from agentfy.runtime.events import AGENT_EVENTS, RUN_EVENTS
 
 SIGNED_CONTEXT_TTL_SECONDS: Final = 300
 

@@ -15,7 +15,8 @@ from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agentfy.gateway.errors import ApiError, describe, invalid_request
+from agentfy.errors import ApiError
+from agentfy.gateway.errors import describe, invalid_request
 from agentfy.store.inputs import JSON_MAX_DEPTH, json_text_too_deep, non_finite_number
 
 MAX_MESSAGE_CHARS: Final = 64 * 1024
