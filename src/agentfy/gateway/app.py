@@ -38,6 +38,7 @@ from agentfy.settings import Settings, load_settings
 from agentfy.store.db import Database
 from agentfy.store.migrate import is_at_head
 from agentfy.store.repos.agents import Agent
+from agentfy.store.urls import sqlite_file
 from agentfy.tracing import tracer_for
 
 if TYPE_CHECKING:
@@ -183,8 +184,9 @@ def _attach_channels(app: FastAPI, gateway: GatewayState, settings: Settings) ->
 def default_workspace_root(db: Database) -> Path:
     """Where agents' workspaces live when the ``workspace_root`` setting is unset: ``workspaces/`` beside the
     SQLite file, else ``var/workspaces``."""
-    if db.dialect == "sqlite" and db.engine.url.database not in (None, "", ":memory:"):
-        return Path(str(db.engine.url.database)).parent / "workspaces"
+    database = sqlite_file(db.engine.url)
+    if database is not None:
+        return database.parent / "workspaces"
     return Path("var/workspaces")
 
 

@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeAlias, cast
 
@@ -46,6 +45,7 @@ from agentfy.store.errors import (
     UniqueViolation,
 )
 from agentfy.store.pool import Connections, PoolSettings
+from agentfy.store.urls import sqlite_file
 
 SQLITE_BUSY_TIMEOUT_MS: Final = 5000
 
@@ -118,10 +118,10 @@ def create_engine(url: str) -> sa.Engine:
     """A SQLAlchemy engine with the pragmas and options this store relies on."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        database = parsed.database or ""
-        in_memory = database in ("", ":memory:") or "mode=memory" in str(parsed.query)
-        if not in_memory:
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        file = sqlite_file(parsed)
+        in_memory = file is None
+        if file is not None:
+            file.parent.mkdir(parents=True, exist_ok=True)
         engine = sa.create_engine(
             parsed, paramstyle="named", pool_reset_on_return=None,  # Tx always ends its transaction itself
             connect_args={"check_same_thread": False, "isolation_level": None},
