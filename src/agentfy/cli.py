@@ -26,6 +26,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,9 +37,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from agentfy.cutover.backup import default_backup_path
 from agentfy.cutover.detect import LegacyDatabaseError
 from agentfy.events import admin
-from agentfy.events.settings import default_settings
 from agentfy.gateway.bootstrap import refuse_a_legacy_database
 from agentfy.ids import (
     ID_ENTITIES,
@@ -50,13 +51,14 @@ from agentfy.ids import (
 from agentfy.ids.explain import IdExplanation
 from agentfy.ids.registry import UnknownPrefixError
 from agentfy.ids.validate import UnknownProductError
+from agentfy.keys import credentials_cipher, signing_secret
 from agentfy.settings import (
-    CONFIG_FILE_ENV,
+    RESOLVED_SETTINGS_ENV,
     Settings,
     SettingsError,
-    as_environment,
     effective,
     load_settings,
+    serialized,
 )
 from agentfy.store.db import Database
 from agentfy.store.errors import StoreError, UnavailableError
@@ -64,6 +66,7 @@ from agentfy.store.input_scan import scan_inputs
 from agentfy.store.migrate import current_revision, head_revision, upgrade
 from agentfy.store.orphans import IdColumn, id_columns, scan
 from agentfy.store.repos.orgs import ensure_platform_organization
+from agentfy.store.urls import sqlite_file
 
 app = typer.Typer(
     name="agentfy",
@@ -111,6 +114,8 @@ class _Globals:
 
     config: Path | None = None
     debug: bool = False
+    log_level: str | None = None
+    log_format: str | None = None
 
 
 _globals = _Globals()
@@ -145,10 +150,8 @@ def _main_options(
 
     _globals.config = config
     _globals.debug = debug
-    if log_level is not None:
-        os.environ["AGENTFY_LOG_LEVEL"] = log_level
-    if log_format is not None:
-        os.environ["AGENTFY_LOG_FORMAT"] = log_format
+    _globals.log_level = log_level
+    _globals.log_format = log_format
     configure_logging(_settings().log)
 
 # Options that are also settings read no environment variable themselves: the settings do (below the config
@@ -272,12 +275,18 @@ def id_explain(
 
 
 def _settings(**cli: Any) -> Settings:
-    """The effective settings: ``cli`` (dotted names, ``None`` for options not given) over the config file
-    over the environment over the defaults; an invalid one is a usage error (exit 2) naming it."""
+    """The effective settings: ``cli`` (dotted names, ``None`` for options not given) and the global options
+    over the config file over the environment over the defaults; an invalid one is a usage error (exit 2)
+    naming it."""
     try:
-        return load_settings(cli, config_file=_globals.config)
+        return load_settings(_cli_settings(**cli), config_file=_globals.config)
     except SettingsError as error:
         raise _fail_usage(str(error)) from None
+
+
+def _cli_settings(**cli: Any) -> dict[str, Any]:
+    """The settings given on the command line: the command's options and the global ones."""
+    return {"log.level": _globals.log_level, "log.format": _globals.log_format, **cli}
 
 
 def _open_database(url: str | None, *, migrated: bool = True, settings: Settings | None = None,
@@ -291,11 +300,11 @@ def _open_database(url: str | None, *, migrated: bool = True, settings: Settings
     except sa.exc.ArgumentError:
         raise _fail_usage(f"database URL {settings.database_url!r} is not a URL (expected sqlite:///PATH or "
                           "postgresql+psycopg://USER@HOST/DB)") from None
-    path = parsed.database if parsed.get_backend_name() == "sqlite" else None
-    if path and path != ":memory:" and not create and not Path(path).exists():
+    path = sqlite_file(parsed)
+    if path is not None and not create and not path.exists():
         raise _fail(EXIT_UNAVAILABLE, f"no database at {path} (`agentfy db upgrade` creates it)")
     try:
-        db = Database(settings.database_url, pool=settings.pool_settings())
+        db = Database(settings.database_url, pool=settings.db)
     except ValueError as error:
         raise _fail_usage(str(error)) from None
     try:
@@ -634,8 +643,6 @@ def cutover_run(
     from agentfy.cutover.console import LineProgress, RichProgress, print_report  # noqa: PLC0415
     from agentfy.cutover.errors import CutoverError  # noqa: PLC0415
     from agentfy.cutover.run import CutoverOptions, run_cutover  # noqa: PLC0415
-    from agentfy.settings import default_key_file  # noqa: PLC0415
-    from agentfy.store.repos.credentials import CredentialCipher, decode_key  # noqa: PLC0415
 
     settings = _settings(database_url=database_url, credentials_key_file=credentials_key_file)
     # Not a Database: opening one would set WAL on a SQLite file (and create its directory) before the
@@ -644,21 +651,13 @@ def cutover_run(
         url = sa.engine.make_url(settings.database_url)
     except sa.exc.ArgumentError:
         raise _fail_usage(f"{settings.database_url!r} is not a database URL") from None
-    dialect = url.get_backend_name()
-    # The key is read, never created: a new key could decrypt nothing.
-    key_file = settings.credentials_key_file or (
-        default_key_file(settings.database_url, "credentials") if dialect == "sqlite" else None)
-    cipher = None
     try:
-        if settings.credentials_key is not None:
-            cipher = CredentialCipher(decode_key(settings.credentials_key.get_secret_value(),
-                                                 "the credentials_key setting ($AGENTFY_CREDENTIALS_KEY)"))
-        elif key_file is not None and (settings.credentials_key_file is not None or key_file.exists()):
-            cipher = CredentialCipher(_read_key_file(key_file))
+        # The key is read, never created: a new key could decrypt nothing.
+        cipher = credentials_cipher(settings, settings.database_url, create=False, required=False)
     except (StoreError, ValueError) as error:
         raise _fail_usage(str(error)) from None
     if backup is None and not dry_run:
-        backup = _default_backup_path(url, dialect)
+        backup = default_backup_path(url, datetime.now(UTC))
     options = CutoverOptions(dry_run=dry_run, backup=backup, cipher=cipher, lock_timeout_seconds=lock_timeout)
     try:
         lines = LineProgress(lambda line: err.print(line, highlight=False, soft_wrap=True), progress_interval)
@@ -696,26 +695,6 @@ def cutover_unfence(
     else:
         out.print(f"lifted the fence of a cutover that is gone ({lifted}): the database accepts connections again",
                   highlight=False, soft_wrap=True)
-
-
-def _read_key_file(path: Path) -> bytes:
-    import base64  # noqa: PLC0415
-    import binascii  # noqa: PLC0415
-
-    try:
-        return base64.b64decode(path.read_text(encoding="ascii").strip(), validate=True)
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise ValueError(f"{path} does not hold the base64 of a key") from None
-
-
-def _default_backup_path(url: sa.URL, dialect: str) -> Path:
-    from datetime import UTC, datetime  # noqa: PLC0415
-
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    if dialect == "sqlite":
-        database = Path(url.database or "agentfy.db")
-        return database.with_name(f"{database.name}.pre-cutover-{stamp}.sqlite3")
-    return Path(f"{url.database or 'agentfy'}-pre-cutover-{stamp}.dump")
 
 
 @admin_app.command("rotate-key")
@@ -818,7 +797,7 @@ def worker(
                                         concurrency=concurrency, retention_days=retention_days))
     bus = settings.events
     db = _open_database(database_url, settings=settings)
-    pipeline = handlers(settings=settings.consolidation_settings())
+    pipeline = handlers(settings=settings.consolidation, bus=bus)
     err.print(f"worker x{1 if once else bus.concurrency} on {db.display_url}: {', '.join(sorted(pipeline))} "
               f"(lease {bus.lease_seconds:g} s, batch {bus.batch_size}, "
               f"{bus.max_attempts} attempts)", highlight=False, soft_wrap=True)
@@ -868,7 +847,7 @@ def serve(
     """
     import uvicorn  # noqa: PLC0415 - serve-only imports
 
-    from agentfy.gateway.bootstrap import prepare, signing_secret  # noqa: PLC0415
+    from agentfy.gateway.bootstrap import prepare  # noqa: PLC0415
     from agentfy.gateway.rpc.protocol import MAX_FRAME_BYTES  # noqa: PLC0415
     from agentfy.logs import uvicorn_log_config  # noqa: PLC0415
 
@@ -896,12 +875,11 @@ def serve(
     if boot.new_admin_key:
         out.print("[bold]platform-admin API key (shown once; store it now):[/bold]", highlight=False)
         out.print(boot.new_admin_key, highlight=False, soft_wrap=True)
-    # The server processes read exactly these settings (and this signing key) from their environment; the
-    # config file was folded in here, so they must not read it again over the values resolved now.
+    # The server processes (this one too, with one) serve with exactly these settings and this signing key:
+    # handed down in one variable their factory reads (agentfy.gateway.server), not read again from the
+    # environment or the config file.
     resolved = settings.model_copy(update={"signing_key": SecretStr(base64.b64encode(secret).decode("ascii"))})
-    os.environ.pop(CONFIG_FILE_ENV, None)
-    os.environ.update(as_environment(resolved))
-    default_settings.cache_clear()  # with one server process this process serves too: read them again
+    os.environ[RESOLVED_SETTINGS_ENV] = serialized(resolved)
     uvicorn.run("agentfy.gateway.server:app_from_env", factory=True, host=settings.serve.host,
                 port=settings.serve.port, workers=settings.serve.workers, ws_max_size=MAX_FRAME_BYTES,
                 log_config=uvicorn_log_config(settings.log), log_level=settings.log.level,
@@ -915,7 +893,7 @@ def config_show(
     """Print every setting in effect, secrets masked, with the environment variable that sets it and where
     its value came from (cli, file, env or default)."""
     settings = _settings()
-    rows = list(effective(settings, config_file=_globals.config))
+    rows = list(effective(settings, _cli_settings(), config_file=_globals.config))
     if json_output:
         for row in rows:
             out.print(json.dumps({"name": row.name, "env": row.environment_variable, "value": row.value,

@@ -59,20 +59,6 @@ _NOTIFY: Final = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS paylo
 _LOG_CHANGE: Final = "INSERT INTO change_log (origin, payload, created_at) VALUES (?, ?, ?)"
 
 
-def database_url(explicit: str | None = None) -> str:
-    """The URL to use: ``explicit``, else the ``database_url`` setting (``$AGENTFY_DATABASE_URL``, the config
-    file), else the embedded SQLite file."""
-    from agentfy.settings import load_settings  # noqa: PLC0415 - only when no URL is given
-
-    return explicit or load_settings().database_url
-
-
-def _configured_pool() -> PoolSettings:
-    from agentfy.settings import load_settings  # noqa: PLC0415
-
-    return load_settings().pool_settings()
-
-
 def now() -> str:
     """The current time as the store writes it: ISO-8601 UTC with microseconds and a ``Z``."""
     return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
@@ -214,13 +200,15 @@ def _is_locked(error: BaseException) -> bool:
 class Database:
     """One database (SQLite file or PostgreSQL): its engine, its compiled statements, and minting.
 
+    ``url`` is the caller's (the ``database_url`` setting, resolved at the edge: the store reads no
+    configuration itself); ``pool`` its pool settings (the ``db`` section; the defaults when omitted).
     ``random`` is the source IDs are minted from; ``None`` (the default) is the OS CSPRNG.  Tests pass a
     deterministic source to force primary-key collisions.
     """
 
-    def __init__(self, url: str | None = None, *, random: RandomSource | None = None,
+    def __init__(self, url: str, *, random: RandomSource | None = None,
                  pool: PoolSettings | None = None) -> None:
-        self.url = database_url(url)
+        self.url = url
         self.engine = create_engine(self.url)
         self.dialect: str = self.engine.dialect.name
         self._sqlite = self.dialect == "sqlite"
@@ -230,7 +218,7 @@ class Database:
         #: Set when tracing is on (:mod:`agentfy.tracing`): every statement then runs in a span.
         self.tracer: Tracer | None = None
         self.random = random
-        self._connections = Connections(self.engine, pool if pool is not None else _configured_pool())
+        self._connections = Connections(self.engine, pool if pool is not None else PoolSettings())
         #: Committed changes that can stale a cache, for this process's caches and WebSocket clients.
         self.changes = ChangeFeed(self.dialect)
         # Keyed by the statement object itself (hashed by identity, as SQLAlchemy statements are): a hit is
