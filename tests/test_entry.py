@@ -21,7 +21,8 @@ def _raise_missing(name: str) -> None:
 def test_a_missing_server_dependency_names_the_extra(monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(sys.modules, "typer", None)  # `import typer` now fails as if it were not installed
-    monkeypatch.delitem(sys.modules, "agentfy.cli")
+    for name in [n for n in sys.modules if n == "agentfy.cli" or n.startswith("agentfy.cli.")]:
+        monkeypatch.delitem(sys.modules, name)  # the package and its command modules are imported afresh
     monkeypatch.delattr(agentfy, "cli")
     with pytest.raises(SystemExit) as exited:
         main()

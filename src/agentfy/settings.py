@@ -17,29 +17,42 @@ Where values come from, lowest to highest precedence:
 
 A bad value fails when the settings are built, naming the setting, the value and what was expected.
 Secrets are :class:`pydantic.SecretStr`: they print masked everywhere, ``config show`` included.
+
+Built once, at the edge, and passed down: :func:`load_settings` is the only reader of the environment and the
+file, called by the command line (each command builds its settings from its options), by the ASGI factory
+of ``agentfy serve`` (:mod:`agentfy.gateway.server`) and by tests; no component reads the configuration of
+the process itself.  :class:`Settings` constructed directly holds the defaults and whatever it is given,
+never the environment.  Each section is defined once, by the component it configures (the pool by the store,
+the bus and the consolidation pipeline by the events, the platforms' APIs by the channels); this module
+composes them.
+
+``agentfy serve`` with several server processes hands the settings it resolved to each of them in one
+variable, :data:`RESOLVED_SETTINGS_ENV` (:func:`serialized` / :func:`inherited_settings`), so every process
+serves with exactly the same settings and none reads the environment or the file again.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from agentfy.channels.settings import API_TIMEOUT_SECONDS, DiscordSettings, TelegramSettings
+from agentfy.events.consolidation.settings import ConsolidationSettings
 from agentfy.events.settings import BusSettings
-
-if TYPE_CHECKING:
-    from agentfy.events.consolidation.settings import ConsolidationSettings
-    from agentfy.store.pool import PoolSettings
-    from agentfy.store.repos.credentials import CredentialCipher
+from agentfy.store.pool import PoolSettings
 
 ENV_PREFIX: Final = "AGENTFY_"
 CONFIG_FILE_ENV: Final = "AGENTFY_CONFIG_FILE"
+#: The settings ``agentfy serve`` resolved, as JSON (secrets included), for the server processes it starts.
+RESOLVED_SETTINGS_ENV: Final = "AGENTFY_RESOLVED_SETTINGS"
 DEFAULT_DATABASE_URL: Final = "sqlite:///var/agentfy.db"
 
 
@@ -57,15 +70,6 @@ class ServeSettings(_Section):
     event_workers: bool = True
 
 
-class PoolConfig(_Section):
-    """The bounded connection pool of each process: ``pool_size`` idle connections kept, ``max_overflow``
-    more under load, ``pool_timeout`` seconds a request waits for one before answering 503."""
-
-    pool_size: int = Field(default=8, ge=1)
-    max_overflow: int = Field(default=12, ge=0)
-    pool_timeout: float = Field(default=10.0, gt=0)
-
-
 class CacheSettings(_Section):
     """How long cached entries live without a change heard from the change feed — a backstop: the feed drops
     an entry on every committed change that makes it stale.  ``router_ttl_seconds``: agents;
@@ -73,15 +77,6 @@ class CacheSettings(_Section):
 
     router_ttl_seconds: float = Field(default=300.0, gt=0)
     principal_ttl_seconds: float = Field(default=60.0, gt=0)
-
-
-class ConsolidationConfig(_Section):
-    """The consolidation pipeline (see :class:`agentfy.events.consolidation.settings.ConsolidationSettings`)."""
-
-    debounce_seconds: float = Field(default=600.0, ge=0)
-    max_batch: int = Field(default=10, ge=1)
-    max_session_messages: int = Field(default=10_000, ge=1)
-    dream_max_chars: int = Field(default=200_000, ge=1)
 
 
 class LogSettings(_Section):
@@ -101,49 +96,16 @@ class TelemetrySettings(_Section):
     otel_exporter: Literal["none", "console", "otlp"] = "none"
 
 
-#: Seconds a call to a chat platform's API may take before it fails (the reply is then logged as lost).
-API_TIMEOUT_SECONDS: Final = 30.0
+class Settings(BaseModel):
+    """The effective configuration of one agentfy process (frozen: built once, passed down)."""
 
-
-def _http_url(value: str) -> str:
-    if not value.startswith(("http://", "https://")) or any(c.isspace() for c in value):
-        raise ValueError(f"{value!r} is not an http(s) URL")
-    return value.rstrip("/")
-
-
-class _PlatformApi(_Section):
-    """A chat platform's API: ``api_base`` is where replies are sent (an http(s) URL; a fake one in tests)."""
-
-    api_base: str
-
-    @field_validator("api_base")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        return _http_url(value)
-
-
-class TelegramSettings(_PlatformApi):
-    """The Bot API server (``api.telegram.org``, or a self-hosted one)."""
-
-    api_base: str = "https://api.telegram.org"
-
-
-class DiscordSettings(_PlatformApi):
-    """Discord's REST API."""
-
-    api_base: str = "https://discord.com/api/v10"
-
-
-class Settings(BaseSettings):
-    """The effective configuration of one agentfy process (frozen: read once, passed down)."""
-
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="_", env_nested_max_split=1,
-                                      frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     database_url: str = DEFAULT_DATABASE_URL
     #: base64 of at least 32 bytes; signs the short-lived signed contexts.  Unset: :attr:`signing_key_file`.
     signing_key: SecretStr | None = None
-    #: Unset: a file per database (see :func:`default_key_file`), created with mode 0600 on first use.
+    #: Unset: a file per database (see :func:`agentfy.keys.default_key_file`), created with mode 0600 on
+    #: first use.
     signing_key_file: Path | None = None
     #: base64 of 32 bytes (AES-256) for stored credentials.  Unset: :attr:`credentials_key_file`.
     credentials_key: SecretStr | None = None
@@ -159,51 +121,20 @@ class Settings(BaseSettings):
     telegram: TelegramSettings = TelegramSettings()
     discord: DiscordSettings = DiscordSettings()
     serve: ServeSettings = ServeSettings()
-    db: PoolConfig = PoolConfig()
-    events: BusSettings = Field(default_factory=BusSettings)
-    consolidation: ConsolidationConfig = ConsolidationConfig()
+    db: PoolSettings = PoolSettings()
+    events: BusSettings = BusSettings()
+    consolidation: ConsolidationSettings = ConsolidationSettings()
     cache: CacheSettings = CacheSettings()
     log: LogSettings = LogSettings()
     telemetry: TelemetrySettings = TelemetrySettings()
 
-    def pool_settings(self) -> PoolSettings:
-        """The pool section as the store takes it."""
-        from agentfy.store.pool import PoolSettings  # noqa: PLC0415 - the store imports this module
 
-        return PoolSettings(self.db.pool_size, self.db.max_overflow, self.db.pool_timeout)
+class _FromSources(Settings, BaseSettings):
+    """:class:`Settings` read from the command line, the file and the environment: what :func:`load_settings`
+    builds (and then hands on as a plain :class:`Settings`).  Private: nothing else reads the environment."""
 
-    def consolidation_settings(self) -> ConsolidationSettings:
-        """The consolidation section, publishing with this process's bus settings."""
-        from agentfy.events.consolidation.settings import ConsolidationSettings  # noqa: PLC0415
-
-        section = self.consolidation
-        return ConsolidationSettings(section.debounce_seconds, section.max_batch, section.max_session_messages,
-                                     section.dream_max_chars, bus=self.events)
-
-    def credentials_cipher(self, db: Any, *, required: bool) -> CredentialCipher | None:
-        """The cipher of stored credentials: the ``credentials_key`` setting, else the file
-        ``credentials_key_file``, else on an embedded SQLite database its own key file (created on first
-        use, see :func:`default_key_file`).  A server database has no default: every process must share one
-        key, so none may invent its own — ``None``, or with ``required`` :class:`CredentialKeyError` naming
-        the settings to set."""
-        from agentfy.store.repos.credentials import (  # noqa: PLC0415 - cryptography only when needed
-            CredentialCipher,
-            CredentialKeyError,
-            decode_key,
-            load_or_create_key_file,
-        )
-
-        if self.credentials_key is not None:
-            return CredentialCipher(decode_key(self.credentials_key.get_secret_value(),
-                                               "the credentials_key setting ($AGENTFY_CREDENTIALS_KEY)"))
-        if self.credentials_key_file is not None:
-            return CredentialCipher(load_or_create_key_file(self.credentials_key_file))
-        if db.dialect == "sqlite" and db.engine.url.database not in (None, "", ":memory:"):
-            return CredentialCipher(load_or_create_key_file(default_key_file(db.url, "credentials")))
-        if required:
-            raise CredentialKeyError("set AGENTFY_CREDENTIALS_KEY (base64 of 32 bytes) or "
-                                     "AGENTFY_CREDENTIALS_KEY_FILE, the same in every gateway process")
-        return None
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="_", env_nested_max_split=1,
+                                      frozen=True, extra="forbid")
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
@@ -248,16 +179,18 @@ def read_config_file(path: Path) -> dict[str, Any]:
 def load_settings(cli: Mapping[str, Any] | None = None, *, config_file: Path | None = None) -> Settings:
     """The effective settings: ``cli`` (dotted names such as ``"db.pool_size"``, ``None`` values ignored)
     over the config file (``config_file``, else ``$AGENTFY_CONFIG_FILE``) over the environment over the
-    defaults."""
+    defaults.  Call it at an edge (a command, a server process's factory, a test), once, and pass the result
+    down."""
     path = config_path(config_file)
     _FileSource.data = read_config_file(path) if path else {}
     overrides = _nest({name: value for name, value in (cli or {}).items() if value is not None})
     try:
-        return Settings(**overrides)
+        sourced = _FromSources(**overrides)
     except ValidationError as error:
         raise SettingsError(describe(error)) from None
     finally:
         _FileSource.data = {}
+    return Settings.model_validate(dict(sourced))
 
 
 def config_path(explicit: Path | None) -> Path | None:
@@ -299,22 +232,6 @@ def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
     return nested
 
 
-def default_key_file(database_url: str, kind: Literal["signing", "credentials"]) -> Path:
-    """Where a key lives when no setting names it: beside an SQLite file, named after it
-    (``var/agentfy.db`` -> ``var/agentfy.signing.key``), so two databases in one directory never share a
-    key; for a server database, ``var/keys/<host>-<port>-<database>.<kind>.key`` under the working
-    directory.  Several *hosts* serving one PostgreSQL database must set the key explicitly (the same
-    value everywhere); the processes of one ``agentfy serve --workers N`` share the file."""
-    from sqlalchemy.engine import make_url  # noqa: PLC0415 - keep `agentfy config show` imports light
-
-    url = make_url(database_url)
-    if url.get_backend_name() == "sqlite":
-        database = Path(url.database or "var/agentfy.db")
-        return database.with_name(f"{database.stem}.{kind}.key")
-    name = f"{url.host or 'localhost'}-{url.port or 5432}-{url.database or 'postgres'}"
-    return Path("var") / "keys" / f"{name}.{kind}.key"
-
-
 @dataclass(frozen=True, slots=True)
 class Effective:
     """One setting as ``config show`` prints it."""
@@ -353,18 +270,26 @@ def _leaves(values: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, 
             yield f"{prefix}{name}", value
 
 
-def as_environment(settings: Settings) -> dict[str, str]:
-    """``settings`` as ``AGENTFY_*`` variables (secrets revealed: for child processes only, never printed),
-    so the processes ``agentfy serve`` starts run with exactly the settings it resolved."""
-    variables: dict[str, str] = {}
-    for name, value in _leaves(settings.model_dump()):
-        if value is None:
-            continue
+def serialized(settings: Settings) -> str:
+    """``settings`` as one JSON document, secrets revealed (for the processes ``agentfy serve`` starts, in
+    :data:`RESOLVED_SETTINGS_ENV`; never printed): :func:`inherited_settings` reads it back unchanged."""
+    def plain(value: Any) -> Any:
         if isinstance(value, SecretStr):
-            text = value.get_secret_value()
-        elif isinstance(value, bool):
-            text = "true" if value else "false"
-        else:
-            text = str(value)
-        variables[ENV_PREFIX + name.replace(".", "_").upper()] = text
-    return variables
+            return value.get_secret_value()
+        if isinstance(value, Mapping):
+            return {name: plain(item) for name, item in value.items()}
+        return str(value) if isinstance(value, Path) else value
+
+    return json.dumps(plain(settings.model_dump()))
+
+
+def inherited_settings() -> Settings | None:
+    """The settings the parent ``agentfy serve`` resolved and handed down in :data:`RESOLVED_SETTINGS_ENV`;
+    ``None`` when this process was not started that way (then its edge calls :func:`load_settings`)."""
+    text = os.environ.get(RESOLVED_SETTINGS_ENV)
+    if not text:
+        return None
+    try:
+        return Settings.model_validate_json(text)
+    except ValidationError as error:
+        raise SettingsError(describe(error)) from None

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from agentfy.channels.settings import ChannelSettings
+from agentfy.channels.settings import ChannelSettings, DiscordSettings, TelegramSettings
 from agentfy.channels.state import ChannelState
 from agentfy.gateway.app import create_app
 from agentfy.identity.roles import ROLES
@@ -26,7 +26,8 @@ def gateway(db: Database) -> Iterator[Gateway]:
     state: ChannelState = app.state.channels
     state.handler = runtime
     state.transport = httpx.MockTransport(platforms.handle)
-    state.settings = ChannelSettings(telegram_api_base=TELEGRAM_API, discord_api_base=DISCORD_API)
+    state.settings = ChannelSettings(telegram=TelegramSettings(api_base=TELEGRAM_API),
+                                     discord=DiscordSettings(api_base=DISCORD_API))
     state.cipher_override = CredentialCipher(CredentialCipher.generate_key())
     with TestClient(app) as client:
         yield Gateway(client, runtime, platforms, state)

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from agentfy.channels.settings import ChannelSettings
+from agentfy.channels.settings import ChannelSettings, TelegramSettings
 from agentfy.channels.state import ChannelState
 from agentfy.events.consolidation import handlers
 from agentfy.events.worker import Worker
@@ -83,7 +83,7 @@ def live(db: Database, tmp_path: Path) -> Iterator[Live]:
     platforms = FakePlatforms()
     state: ChannelState = app.state.channels
     state.transport = httpx.MockTransport(platforms.handle)
-    state.settings = ChannelSettings(telegram_api_base=TELEGRAM_API)
+    state.settings = ChannelSettings(telegram=TelegramSettings(api_base=TELEGRAM_API))
     state.cipher_override = CredentialCipher(CredentialCipher.generate_key())
     with TestClient(app) as client:
         yield Live(client, platforms, workspace)

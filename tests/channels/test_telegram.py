@@ -304,7 +304,7 @@ def test_the_api_bases_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("AGENTFY_TELEGRAM_API_BASE", "http://127.0.0.1:8081/")
     monkeypatch.setenv("AGENTFY_DISCORD_API_BASE", "https://discord.internal/api/v10")
     settings = ChannelSettings.from_settings(load_settings())
-    assert (settings.telegram_api_base, settings.discord_api_base) == (
+    assert (settings.telegram.api_base, settings.discord.api_base) == (
         "http://127.0.0.1:8081", "https://discord.internal/api/v10")
     monkeypatch.setenv("AGENTFY_TELEGRAM_API_BASE", "ftp://nope")
     with pytest.raises(SettingsError, match=r"telegram\.api_base 'ftp://nope': Value error, 'ftp://nope' is not an "

@@ -92,6 +92,7 @@ def test_a_wrong_credentials_key_is_refused_before_the_backup(db: Database, db_u
     monkeypatch.delenv(KEY_ENV, raising=False)
     key_file = tmp_path / "wrong.key"
     key_file.write_text(base64.b64encode(CredentialCipher.generate_key()).decode("ascii"))
+    key_file.chmod(0o600)  # a key file readable by others is refused
     alone(db)
     result = runner.invoke(app, ["cutover", "run", "--database-url", db_url, "--backup", str(tmp_path / "c"),
                                  "--credentials-key-file", str(key_file)])

@@ -43,6 +43,7 @@ def test_the_command_prints_progress_lines_when_stderr_is_not_a_terminal(db: Dat
     generate(db)
     key_file = tmp_path / "key"
     key_file.write_text(base64.b64encode(KEY).decode("ascii"))
+    key_file.chmod(0o600)  # a key file readable by others is refused
     alone(db)
     result = runner.invoke(app, ["cutover", "run", "--database-url", db_url, "--backup", str(tmp_path / "b"),
                                  "--credentials-key-file", str(key_file), "--progress-interval", "0"])

@@ -594,6 +594,7 @@ def test_the_command_as_an_operator_uses_it(db: Database, db_url: str, tmp_path:
     monkeypatch.delenv(KEY_ENV, raising=False)
     key_file = tmp_path / "credentials.key"
     key_file.write_text(base64.b64encode(KEY).decode("ascii"))
+    key_file.chmod(0o600)  # a key file readable by others is refused
     generate(db)
     before = fingerprint(db)
     command = ["cutover", "run", "--database-url", db_url]

@@ -1,6 +1,7 @@
 """A worker process for the multi-process bus tests: ``python -m tests.events.proc_worker URL NAME MODE``.
 
-The bus settings come from the environment (``AGENTFY_EVENTS_*``), as for ``agentfy worker``.
+The bus settings come from the environment (``AGENTFY_EVENTS_*``), read at this process's edge
+(:func:`agentfy.settings.load_settings`) and passed down, as ``agentfy worker`` does.
 
 MODE ``drain``: handle events until none is due, recording each handled source in the audit log.
 MODE ``drain-crashing``: the same, but the event with source ``crash`` kills the process (``os._exit``),
@@ -22,6 +23,7 @@ from agentfy.events.runner import run_until_signalled
 from agentfy.events.settings import BusSettings
 from agentfy.events.worker import Worker
 from agentfy.identity import Scope
+from agentfy.settings import load_settings
 from agentfy.store.db import Database, Tx
 from agentfy.store.repos import audit
 
@@ -49,8 +51,8 @@ class SlowStaged:
         record(tx, scope, event)
 
 
-def drain(db: Database, name: str, handler: object) -> None:
-    worker = Worker(db, {"test.happened": handler}, name=name)  # type: ignore[dict-item]
+def drain(db: Database, name: str, handler: object, bus: BusSettings) -> None:
+    worker = Worker(db, {"test.happened": handler}, name=name, settings=bus)  # type: ignore[dict-item]
     idle = 0
     while idle < 3:
         idle = idle + 1 if worker.run_once() == 0 else 0
@@ -60,6 +62,7 @@ def drain(db: Database, name: str, handler: object) -> None:
 
 def main() -> None:
     url, name, mode = sys.argv[1:4]
+    bus = load_settings().events
     db = Database(url)
     if mode == "claim-and-die":
         held = claim(db, name, ["test.happened"], settings=BusSettings(lease_seconds=1.0))
@@ -67,9 +70,9 @@ def main() -> None:
         time.sleep(60)
         return
     if mode == "serve-slow":
-        run_until_signalled(db, {"test.happened": SlowStaged()})
+        run_until_signalled(db, {"test.happened": SlowStaged()}, settings=bus)
     else:
-        drain(db, name, record_or_crash if mode == "drain-crashing" else record)
+        drain(db, name, record_or_crash if mode == "drain-crashing" else record, bus)
     db.dispose()
 
 

@@ -1,5 +1,5 @@
-"""The bus settings: environment, keyword arguments and defaults; bad values refused naming them; the
-retry delay; and the process default the library falls back to."""
+"""The bus settings: the environment (read at the edge, by the settings), keyword arguments and defaults;
+bad values refused naming them; the retry delay; and the default the library falls back to."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from agentfy.events.outbox import retry_delay
-from agentfy.events.settings import BusSettings, as_environment, default_settings, resolve
+from agentfy.events.settings import DEFAULT_BUS_SETTINGS, BusSettings
+from agentfy.events.worker import Worker
+from agentfy.settings import SettingsError, load_settings
 
 
 def test_defaults() -> None:
@@ -19,13 +21,14 @@ def test_defaults() -> None:
                                                                                                  300, 7)
 
 
-def test_the_environment_sets_and_keyword_arguments_override(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_environment_sets_and_options_override(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTFY_EVENTS_LEASE_SECONDS", "120")
     monkeypatch.setenv("AGENTFY_EVENTS_STRICT_IDS", "true")
     monkeypatch.setenv("AGENTFY_EVENTS_BATCH_SIZE", "7")
-    settings = BusSettings(batch_size=3)
+    settings = load_settings({"events.batch_size": 3}).events
     assert (settings.lease_seconds, settings.renew_interval, settings.strict_ids, settings.batch_size) == (
         120, 40, True, 3)
+    assert BusSettings() == DEFAULT_BUS_SETTINGS  # built in code: the defaults, never the environment
 
 
 @pytest.mark.parametrize(("variable", "value", "message"), [
@@ -38,8 +41,8 @@ def test_the_environment_sets_and_keyword_arguments_override(monkeypatch: pytest
 def test_a_bad_value_is_refused_naming_the_setting_and_the_value(monkeypatch: pytest.MonkeyPatch, variable: str,
                                                                   value: str, message: str) -> None:
     monkeypatch.setenv(variable, value)
-    with pytest.raises(ValidationError, match=message) as caught:
-        BusSettings()
+    with pytest.raises(SettingsError, match=message) as caught:
+        load_settings()
     assert value in str(caught.value)
 
 
@@ -53,17 +56,16 @@ def test_settings_are_frozen() -> None:
         BusSettings().lease_seconds = 5  # type: ignore[misc]
 
 
-def test_as_environment_round_trips(monkeypatch: pytest.MonkeyPatch) -> None:
-    chosen = BusSettings(lease_seconds=90, renew_seconds=10, strict_ids=True, concurrency=3, backoff_jitter=0)
-    for name, value in as_environment(chosen).items():
-        monkeypatch.setenv(name, value)
-    assert BusSettings() == chosen
+def test_keyword_arguments_are_validated_like_the_environment() -> None:
+    with pytest.raises(ValidationError, match=r"renew_seconds 60\.0 must be shorter than lease_seconds 60\.0"):
+        BusSettings(renew_seconds=60)
 
 
-def test_the_library_default_is_the_process_settings_read_once() -> None:
-    assert resolve(None) is default_settings() and resolve(None) is resolve(None)
+def test_the_library_default_is_the_defaults_not_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTFY_EVENTS_BATCH_SIZE", "7")
+    assert Worker(object(), {}).settings is DEFAULT_BUS_SETTINGS  # type: ignore[arg-type]
     explicit = BusSettings(batch_size=2)
-    assert resolve(explicit) is explicit
+    assert Worker(object(), {}, settings=explicit).settings is explicit  # type: ignore[arg-type]
 
 
 @given(st.integers(min_value=1, max_value=200), st.floats(min_value=0, max_value=60),

@@ -14,8 +14,9 @@ from agentfy.cli import app
 from agentfy.events.admin import status_of
 from agentfy.events.consolidation import publish_session_completed
 from agentfy.events.outbox import publish
-from agentfy.events.settings import default_settings
+from agentfy.events.settings import BusSettings
 from agentfy.events.worker import Worker
+from agentfy.settings import Settings, inherited_settings
 from agentfy.store.db import Database
 from agentfy.store.migrate import upgrade
 from agentfy.store.repos import sessions
@@ -177,37 +178,32 @@ def test_worker_refuses_a_bad_setting_naming_it(db_url: str, monkeypatch: pytest
 def test_serve_hands_its_bus_settings_to_the_server_processes(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import uvicorn
 
-    seen: dict[str, str] = {}
-    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: seen.update(os.environ))
+    seen: list[Settings | None] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: seen.append(inherited_settings()))
     saved = dict(os.environ)
     os.environ["AGENTFY_SIGNING_KEY"] = base64.b64encode(b"k" * 32).decode()  # PostgreSQL needs a shared one
     try:
         result = runner.invoke(app, ["serve", "--database-url", db_url, "--lease-seconds", "90", "--concurrency", "2"])
         assert result.exit_code == 0, result.output
-        assert (seen["AGENTFY_EVENTS_LEASE_SECONDS"], seen["AGENTFY_EVENTS_CONCURRENCY"]) == ("90.0", "2")
-        assert seen["AGENTFY_EVENTS_MAX_ATTEMPTS"] == "5"
+        handed = seen[0]
+        assert handed is not None and (handed.events.lease_seconds, handed.events.concurrency) == (90.0, 2)
+        assert handed.events.max_attempts == 5 and handed.database_url == db_url
         refused = runner.invoke(app, ["serve", "--database-url", db_url, "--concurrency", "0"])
         assert refused.exit_code == 2 and "concurrency 0: Input should be greater than or equal to 1" in " ".join(
             refused.stderr.split())
     finally:
         os.environ.clear()
         os.environ.update(saved)
-        default_settings.cache_clear()
 
 
-def test_the_gateway_runs_as_many_worker_threads_as_the_settings_say(db: Database,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_gateway_runs_as_many_worker_threads_as_the_settings_say(db: Database) -> None:
     from fastapi.testclient import TestClient
 
     from agentfy.gateway.app import create_app
 
-    monkeypatch.setenv("AGENTFY_EVENTS_CONCURRENCY", "2")
-    default_settings.cache_clear()
-    try:
-        application = create_app(db, signing_secret=b"s" * 32, run_workers=True)
-        with TestClient(application):
-            threads = application.state.gateway.worker_threads
-            assert len(threads) == 2 and all(t.is_alive() for t in threads)
-        assert not any(t.is_alive() for t in threads)
-    finally:
-        default_settings.cache_clear()
+    settings = Settings(events=BusSettings(concurrency=2))
+    application = create_app(db, signing_secret=b"s" * 32, run_workers=True, settings=settings)
+    with TestClient(application):
+        threads = application.state.gateway.worker_threads
+        assert len(threads) == 2 and all(t.is_alive() for t in threads)
+    assert not any(t.is_alive() for t in threads)

@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import base64
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
 
+from agentfy.gateway.app import create_app
 from agentfy.gateway.auth import Principal, sign_context
 from agentfy.identity import OrgId, Scope
 from agentfy.identity.roles import role_rank
 from agentfy.ids import format_id
 from agentfy.permissions.access import RULES
+from agentfy.settings import Settings
 from agentfy.store.db import Database
 from agentfy.store.repos import (
     agents,
@@ -41,7 +44,7 @@ from agentfy.store.repos import (
     teams,
     vault,
 )
-from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher
+from agentfy.store.repos.credentials import CredentialCipher
 from agentfy.store.repos.memory import MemoryDocumentInput
 from agentfy.store.repos.vault import VaultUpload
 
@@ -55,10 +58,12 @@ WS_METHODS = ("agents.list", "agents.get", "agents.create", "agents.update", "ag
 _counter = itertools.count()
 
 
-@pytest.fixture(autouse=True)
-def credentials_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Binding a bot stores its token encrypted: the gateway needs the credentials key."""
-    monkeypatch.setenv(KEY_ENV, base64.b64encode(b"k" * 32).decode())
+@pytest.fixture
+def client(db: Database) -> Iterator[TestClient]:
+    """Binding a bot stores its token encrypted: the gateway is given the credentials key."""
+    settings = Settings(credentials_key=SecretStr(base64.b64encode(b"k" * 32).decode()))
+    with TestClient(create_app(db, signing_secret=b"s" * 32, settings=settings)) as test_client:
+        yield test_client
 
 
 def unique(stem: str) -> str:

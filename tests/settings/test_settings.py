@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from agentfy.settings import SettingsError, as_environment, default_key_file, effective, load_settings
+from agentfy.settings import (
+    RESOLVED_SETTINGS_ENV,
+    Settings,
+    SettingsError,
+    effective,
+    inherited_settings,
+    load_settings,
+    serialized,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -95,7 +103,7 @@ def test_secrets_are_masked_everywhere_but_in_the_environment_handed_to_children
     shown = {row.name: row.value for row in effective(settings)}
     assert shown["signing_key"] == "********" and shown["admin_api_key"] == "********"
     assert shown["credentials_key"] == ""  # unset: nothing to mask
-    assert as_environment(settings)["AGENTFY_ADMIN_API_KEY"] == "ak_live_secret"
+    assert json.loads(serialized(settings))["admin_api_key"] == "ak_live_secret"  # for child processes only
     monkeypatch.setenv("AGENTFY_DB_POOL_SIZE", "x")
     monkeypatch.setenv("AGENTFY_CREDENTIALS_KEY", "")
     with pytest.raises(SettingsError) as refused:
@@ -103,20 +111,24 @@ def test_secrets_are_masked_everywhere_but_in_the_environment_handed_to_children
     assert "ak_live_secret" not in str(refused.value)
 
 
-def test_as_environment_round_trips(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_settings_handed_to_a_child_process_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = load_settings({"db.pool_size": 4, "events.strict_ids": True, "serve.event_workers": False,
-                              "signing_key": SecretStr("a" * 44)})
-    for name, value in as_environment(settings).items():
-        monkeypatch.setenv(name, value)
-    assert load_settings() == settings
+                              "signing_key": SecretStr("a" * 44), "workspace_root": "/srv/ws",
+                              "events.renew_seconds": 5.0})
+    assert inherited_settings() is None  # not started by `agentfy serve`
+    monkeypatch.setenv(RESOLVED_SETTINGS_ENV, serialized(settings))
+    monkeypatch.setenv("AGENTFY_DB_POOL_SIZE", "9")  # the parent resolved the settings: not read again
+    assert inherited_settings() == settings
+    monkeypatch.setenv(RESOLVED_SETTINGS_ENV, '{"db": {"pool_size": 0}}')
+    with pytest.raises(SettingsError, match=r"db\.pool_size 0"):
+        inherited_settings()
 
 
-def test_key_files_are_per_database() -> None:
-    one = default_key_file("sqlite:///var/one.db", "signing")
-    two = default_key_file("sqlite:///var/two.db", "signing")
-    assert one == Path("var/one.signing.key") and two == Path("var/two.signing.key")
-    assert default_key_file("postgresql+psycopg://u@db.example:5433/prod", "credentials") == Path(
-        "var/keys/db.example-5433-prod.credentials.key")
+def test_settings_built_in_code_hold_the_defaults_never_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTFY_DB_POOL_SIZE", "3")
+    monkeypatch.setenv("AGENTFY_DATABASE_URL", "sqlite:///elsewhere.db")
+    assert Settings().db.pool_size == 8 and Settings().database_url == "sqlite:///var/agentfy.db"
+    assert load_settings().db.pool_size == 3  # the edge reads it
 
 
 def _agentfy(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None

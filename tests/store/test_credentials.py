@@ -1,11 +1,6 @@
-"""Credentials: AES-GCM bound to the owner organization, the key's sources, tenant isolation."""
+"""Credentials: AES-GCM bound to the owner organization, tenant isolation (the key's sources: tests/test_keys.py)."""
 
 from __future__ import annotations
-
-import base64
-import os
-import stat
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +12,6 @@ from agentfy.store.repos.credentials import (
     CredentialCipher,
     CredentialDecryptionError,
     CredentialKeyError,
-    decode_key,
-    load_or_create_key_file,
 )
 from tests.helpers.tenants import make_tenant
 from tests.store.helpers import count
@@ -110,26 +103,9 @@ def test_another_tenants_credential_is_not_found(db: Database, cipher: Credentia
     assert count(db, "org_credentials") == 2
 
 
-def test_key_from_base64_text() -> None:
-    encoded = base64.b64encode(KEY).decode()
-    cipher = CredentialCipher(decode_key(encoded, "$AGENTFY_CREDENTIALS_KEY"))
+def test_the_cipher_takes_a_32_byte_key_and_hides_it() -> None:
+    cipher = CredentialCipher(KEY)
     assert CredentialCipher(KEY).decrypt("o", *cipher.encrypt("o", b"s")) == b"s"
-    assert "key hidden" in repr(cipher) and encoded not in repr(cipher)
-    with pytest.raises(CredentialKeyError, match="not valid base64"):
-        decode_key("not base64!", "$AGENTFY_CREDENTIALS_KEY")
-    with pytest.raises(CredentialKeyError, match="decodes to 16 bytes"):
-        decode_key(base64.b64encode(bytes(16)).decode(), "$AGENTFY_CREDENTIALS_KEY")
+    assert "key hidden" in repr(cipher) and KEY.hex() not in repr(cipher)
     with pytest.raises(CredentialKeyError, match="must be 32 bytes"):
         CredentialCipher(b"short")
-
-
-@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
-def test_key_file_is_created_0600_once_and_reused(tmp_path: Path) -> None:
-    path = tmp_path / "var" / "credentials.key"
-    key = load_or_create_key_file(path)
-    assert len(key) == 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert load_or_create_key_file(path) == key
-    assert CredentialCipher.from_key_file(path).decrypt("o", *CredentialCipher(key).encrypt("o", b"s")) == b"s"
-    path.chmod(0o644)
-    with pytest.raises(CredentialKeyError, match="mode 0644"):
-        load_or_create_key_file(path)

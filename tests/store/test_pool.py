@@ -24,7 +24,7 @@ from tests.store.helpers import new_agent
 
 @pytest.fixture
 def small(db_url: str) -> Iterator[Database]:
-    database = Database(db_url, pool=PoolSettings(size=1, overflow=1, timeout=0.3))
+    database = Database(db_url, pool=PoolSettings(pool_size=1, max_overflow=1, pool_timeout=0.3))
     yield database
     database.dispose()
 
@@ -59,7 +59,7 @@ def test_a_full_pool_answers_unavailable_after_the_timeout_never_hangs(small: Da
 
 
 def test_a_waiting_transaction_gets_the_first_connection_returned(db_url: str) -> None:
-    database = Database(db_url, pool=PoolSettings(size=1, overflow=0, timeout=5))
+    database = Database(db_url, pool=PoolSettings(pool_size=1, max_overflow=0, pool_timeout=5))
     try:
         release, held = threading.Event(), threading.Barrier(2)
         holder = hold(database, release, held)
@@ -90,16 +90,16 @@ def test_pool_settings_from_the_environment_name_a_bad_value(env: dict[str, str]
 
 
 def test_pool_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert load_settings().pool_settings() == PoolSettings()
+    assert load_settings().db == PoolSettings()
     for name, value in {"AGENTFY_DB_POOL_SIZE": "3", "AGENTFY_DB_MAX_OVERFLOW": "0",
                         "AGENTFY_DB_POOL_TIMEOUT": "1.5"}.items():
         monkeypatch.setenv(name, value)
-    assert load_settings().pool_settings() == PoolSettings(3, 0, 1.5)
+    assert load_settings().db == PoolSettings(pool_size=3, max_overflow=0, pool_timeout=1.5)
 
 
-def test_the_pool_dataclass_still_refuses_bad_values_given_in_code() -> None:
-    with pytest.raises(ValueError, match="the pool size must be at least 1, not 0"):
-        PoolSettings(0)
+def test_the_pool_settings_refuse_bad_values_given_in_code() -> None:
+    with pytest.raises(ValueError, match="pool_size\n  Input should be greater than or equal to 1"):
+        PoolSettings(pool_size=0)
 
 
 def test_a_sqlite_write_lock_not_obtained_is_unavailable(sqlite_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,7 +153,7 @@ def test_a_statement_whose_connection_is_killed_is_unavailable_and_the_connectio
 
 
 def test_the_api_answers_503_unavailable_when_no_connection_is_free(db_url: str, tmp_path: Path) -> None:
-    database = Database(db_url, pool=PoolSettings(size=1, overflow=0, timeout=0.2))
+    database = Database(db_url, pool=PoolSettings(pool_size=1, max_overflow=0, pool_timeout=0.2))
     try:
         acme = make_tenant(database, "acme").scope
         with database.transaction() as tx:

@@ -77,7 +77,7 @@ async def discord_interactions(application: str, request: Request, binding: Disc
     handler = state.require_handler()
 
     async def send(reply: Reply) -> None:
-        await send_reply(state.client(), state.settings.discord_api_base, found, reply.text)
+        await send_reply(state.client(), state.settings.discord.api_base, found, reply.text)
 
     background.add_task(run_turn, handler, found.inbound, send)
     return DEFERRED_MESSAGE

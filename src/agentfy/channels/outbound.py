@@ -52,6 +52,6 @@ async def deliver_announcement(state: ChannelState, inbound: Inbound, reply: Rep
             logger.warning("channels.announcement_not_delivered", extra={**where, "reason": "no telegram binding"})
             return
         to = telegram.Addressed(inbound, int(chat), 0, in_group=False)  # a new message, not a reply
-        await send_reply(state.client(), state.settings.telegram_api_base, token, to, reply.text)
+        await send_reply(state.client(), state.settings.telegram.api_base, token, to, reply.text)
     except Exception:
         logger.exception("channels.announcement_failed", extra=where)

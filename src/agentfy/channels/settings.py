@@ -1,29 +1,68 @@
-"""Where the channels reach the chat platforms' APIs, as the channels take it from the process's settings.
+"""Where the channels reach the chat platforms' APIs: the ``telegram`` and ``discord`` sections of the one
+settings object (:mod:`agentfy.settings`) and the part of it the webhooks take.
 
 ``telegram.api_base`` (``AGENTFY_TELEGRAM_API_BASE``, default ``https://api.telegram.org``),
 ``discord.api_base`` (``AGENTFY_DISCORD_API_BASE``, default ``https://discord.com/api/v10``) and
-``channel_api_timeout_seconds`` live in :class:`agentfy.settings.Settings` (validated there: a base that is
-not an ``http(s)`` URL is refused naming the setting); this frozen value is the part the webhooks need, so
-tests can point the channels at fake servers without touching the environment.
+``channel_api_timeout_seconds`` are settings of :class:`agentfy.settings.Settings`; each section is defined
+here, once, and validated when the settings are built (a base that is not an ``http(s)`` URL is refused
+naming the setting).  :class:`ChannelSettings` is the frozen value the webhooks are given, so tests can
+point the channels at fake servers without touching the environment.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Final
 
-from agentfy.settings import API_TIMEOUT_SECONDS, Settings
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+if TYPE_CHECKING:
+    from agentfy.settings import Settings
+
+#: Seconds a call to a chat platform's API may take before it fails (the reply is then logged as lost).
+API_TIMEOUT_SECONDS: Final = 30.0
 
 
-class ChannelSettings(BaseModel):
-    """The platforms' API base URLs (no trailing slash) and the HTTP timeout for calling them."""
+def _http_url(value: str) -> str:
+    if not value.startswith(("http://", "https://")) or any(c.isspace() for c in value):
+        raise ValueError(f"{value!r} is not an http(s) URL")
+    return value.rstrip("/")
+
+
+class _PlatformApi(BaseModel):
+    """A chat platform's API: ``api_base`` is where replies are sent (an http(s) URL; a fake one in tests)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    telegram_api_base: str = "https://api.telegram.org"
-    discord_api_base: str = "https://discord.com/api/v10"
-    channel_api_timeout_seconds: float = Field(default=API_TIMEOUT_SECONDS, gt=0, le=300)
+    api_base: str
+
+    @field_validator("api_base")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return _http_url(value)
+
+
+class TelegramSettings(_PlatformApi):
+    """The Bot API server (``api.telegram.org``, or a self-hosted one)."""
+
+    api_base: str = "https://api.telegram.org"
+
+
+class DiscordSettings(_PlatformApi):
+    """Discord's REST API."""
+
+    api_base: str = "https://discord.com/api/v10"
+
+
+class ChannelSettings(BaseModel):
+    """The platforms' APIs and the HTTP timeout for calling them, as the webhooks take them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    telegram: TelegramSettings = TelegramSettings()
+    discord: DiscordSettings = DiscordSettings()
+    api_timeout_seconds: float = Field(default=API_TIMEOUT_SECONDS, gt=0, le=300)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ChannelSettings:
-        return cls(telegram_api_base=settings.telegram.api_base, discord_api_base=settings.discord.api_base,
-                   channel_api_timeout_seconds=settings.channel_api_timeout_seconds)
+        return cls(telegram=settings.telegram, discord=settings.discord,
+                   api_timeout_seconds=settings.channel_api_timeout_seconds)

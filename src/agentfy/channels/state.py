@@ -18,17 +18,18 @@ from fastapi import FastAPI, Request
 from agentfy.channels.settings import ChannelSettings
 from agentfy.channels.web import mount_chat_page
 from agentfy.errors import ApiError
+from agentfy.keys import credentials_cipher as configured_cipher
 from agentfy.runtime.inbound import MessageHandler
-from agentfy.settings import Settings, load_settings
+from agentfy.settings import Settings
 from agentfy.store.db import Database
 from agentfy.store.repos.credentials import CredentialCipher, CredentialKeyError
 
 
-def credentials_cipher(db: Database, settings: Settings | None = None) -> CredentialCipher:
-    """The credentials cipher of the settings (see :meth:`agentfy.settings.Settings.credentials_cipher`), or
-    503 saying which setting is missing: bot tokens are never stored unencrypted."""
+def credentials_cipher(db: Database, settings: Settings) -> CredentialCipher:
+    """The credentials cipher of the settings (see :func:`agentfy.keys.credentials_cipher`), or 503 saying
+    which setting is missing: bot tokens are never stored unencrypted."""
     try:
-        cipher = (settings or load_settings()).credentials_cipher(db, required=True)
+        cipher = configured_cipher(settings, db.url, create=True, required=True)
     except CredentialKeyError as error:
         raise ApiError(503, "unavailable", f"bot tokens cannot be encrypted: {error}") from None
     assert cipher is not None
@@ -40,9 +41,9 @@ class ChannelState:
     """See the module docstring.  ``transport`` replaces the network for the platforms' APIs (tests)."""
 
     db: Database
-    settings: ChannelSettings = field(default_factory=lambda: ChannelSettings.from_settings(load_settings()))
-    #: The process's settings (the credentials key); ``None``: read them when first needed.
-    app_settings: Settings | None = None
+    settings: ChannelSettings = field(default_factory=ChannelSettings)
+    #: The process's settings, as the gateway was given them (the credentials key).
+    app_settings: Settings = field(default_factory=Settings)
     handler: MessageHandler | None = None
     transport: httpx.AsyncBaseTransport | None = None
     cipher_override: CredentialCipher | None = None
@@ -72,7 +73,7 @@ class ChannelState:
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
             self._client = httpx.AsyncClient(transport=self.transport,
-                                             timeout=self.settings.channel_api_timeout_seconds)
+                                             timeout=self.settings.api_timeout_seconds)
             self._client_loop = loop
         return self._client
 

@@ -94,7 +94,7 @@ async def telegram_webhook(bot: str, request: Request, binding: TelegramBot,
         token = await run_in_threadpool(_token, state, binding)
         if token is None:
             raise ValueError(f"the binding of @{binding.name} has no bot token")
-        await send_reply(state.client(), state.settings.telegram_api_base, token, found, reply.text)
+        await send_reply(state.client(), state.settings.telegram.api_base, token, found, reply.text)
 
     background.add_task(run_turn, handler, found.inbound, send)
     return {"ok": True}

@@ -45,6 +45,7 @@ from agentfy.cutover.errors import BackupError, CutoverRefusedError, PostCheckEr
 from agentfy.cutover.fence import APPLICATION_NAME, ConnectionFence
 from agentfy.cutover.references import LEGACY_SHAPED_GLOBS, LEGACY_SHAPED_PG
 from agentfy.store.migrate import MAINTENANCE_LOCK_KEY
+from agentfy.store.urls import sqlite_file
 
 MAP_TABLE: Final = "cutover_map"
 #: Where the mapping table's rows wait, unkeyed, for :meth:`CutoverEngine.seal_map` (SQLite).
@@ -250,7 +251,7 @@ class SqliteEngine(CutoverEngine):
     dialect = "sqlite"
 
     def __init__(self, path: str, timeout_seconds: float) -> None:
-        if not path or path == ":memory:" or not Path(path).exists():
+        if not Path(path).exists():
             raise CutoverRefusedError(f"no SQLite database at {path!r}: the cutover needs an existing database file")
         self.path = Path(path)
         self._maintenance: BinaryIO | None = None
@@ -815,7 +816,11 @@ def open_engine(url: str, timeout_seconds: float) -> CutoverEngine:
                                   "postgresql://USER@HOST/DB") from None
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        return SqliteEngine(parsed.database or "", timeout_seconds)
+        file = sqlite_file(parsed)
+        if file is None:
+            raise CutoverRefusedError(f"no SQLite database at {parsed.database or ''!r}: the cutover needs an "
+                                      "existing database file")
+        return SqliteEngine(str(file), timeout_seconds)
     if backend == "postgresql":
         return PostgresEngine(parsed, timeout_seconds)
     raise CutoverRefusedError(f"unsupported database URL {parsed.render_as_string(hide_password=True)!r}: expected "

@@ -36,7 +36,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from agentfy.events import counters
 from agentfy.events.event import DomainEvent
 from agentfy.events.logs import agent_keys, event_fields, log
-from agentfy.events.settings import BusSettings, resolve
+from agentfy.events.settings import DEFAULT_BUS_SETTINGS, BusSettings
 from agentfy.events.validation import check_event_ids
 from agentfy.store.db import Database, Sql, Tx, now
 from agentfy.store.errors import StoreError
@@ -189,16 +189,16 @@ def event_of(row: Sequence[Any]) -> DomainEvent:
 
 def publish(tx: Tx, *, type: str, tenant_id: str, source_id: str, agent_id: str | None = None,
             user_id: str | None = None, payload: dict[str, Any] | None = None,
-            settings: BusSettings | None = None, available_at: str | None = None) -> DomainEvent | None:
+            settings: BusSettings = DEFAULT_BUS_SETTINGS, available_at: str | None = None) -> DomainEvent | None:
     """Store an event in the caller's transaction; ``None`` if ``(tenant, type, source_id)`` was published.
 
     ``available_at`` (a store timestamp) delays delivery until then; by default the event is due at once.
 
     The tenant and agent IDs are validated first (:func:`check_event_ids`): warned about and counted (in
     memory and, in this transaction, in the durable counters) by default, refused in strict mode (nothing is
-    written).  ``settings``: the process's settings (from the environment) when omitted.
+    written).  ``settings``: the bus settings the caller was given (the defaults when omitted).
     """
-    bus = resolve(settings)
+    bus = settings
     event = DomainEvent(id=tx.db.mint("domain-event"), type=type, tenant_id=tenant_id, source_id=source_id,
                         occurred_at=now(), agent_id=agent_id or None, user_id=user_id or None,
                         payload=payload or {})
@@ -239,14 +239,14 @@ def _sweep_expired(tx: Tx, moment: str, settings: BusSettings) -> list[tuple[Dom
 
 
 def claim(db: Database, worker: str, types: Iterable[str], *, limit: int | None = None,
-          settings: BusSettings | None = None, sweep: bool = True) -> list[Claim]:
+          settings: BusSettings = DEFAULT_BUS_SETTINGS, sweep: bool = True) -> list[Claim]:
     """Lease due events of ``types`` to ``worker``, oldest first: one suspect alone if any is due, else up
     to ``limit`` (default ``settings.batch_size``) others.  Each claim counts as an attempt.
 
     ``sweep=False`` skips the expired-lease sweep and the look for suspects (two statements): a busy worker
     does them about once a second rather than per batch, since leases run out in tens of seconds anyway.
     """
-    bus = resolve(settings)
+    bus = settings
     params = {"worker": worker, "types": json_list(types), "until": stamp_in(bus.lease_seconds),
               "limit": bus.batch_size if limit is None else limit}
     dead: list[tuple[DomainEvent, int, str]] = []
@@ -265,10 +265,10 @@ def claim(db: Database, worker: str, types: Iterable[str], *, limit: int | None 
     return [Claim(event_of(row), worker, int(row[8]), int(row[9])) for row in sorted(rows, key=lambda r: str(r[6]))]
 
 
-def renew(db: Database, worker: str, event_ids: Sequence[str], settings: BusSettings | None = None) -> int:
+def renew(db: Database, worker: str, event_ids: Sequence[str], settings: BusSettings = DEFAULT_BUS_SETTINGS) -> int:
     """Extend ``worker``'s leases on ``event_ids`` by a full lease; the number renewed (on PostgreSQL rows
     being acknowledged at that moment are skipped: they need no renewal)."""
-    bus = resolve(settings)
+    bus = settings
     with db.transaction() as tx:
         _lease_only(tx)
         return int(tx.execute(_RENEW, {"ids": json_list(event_ids), "worker": worker,
@@ -297,12 +297,12 @@ def complete(tx: Tx, held: Claim) -> None:
         raise LeaseLostError(held.event.id)
 
 
-def reschedule(tx: Tx, held: Claim, error: str, *, retry: bool, settings: BusSettings | None = None,
+def reschedule(tx: Tx, held: Claim, error: str, *, retry: bool, settings: BusSettings = DEFAULT_BUS_SETTINGS,
                suspect: bool = False) -> str:
     """Record a failed attempt in ``tx``: back to ``pending`` after a backoff, or ``dead`` (``retry`` false,
     or the last attempt); returns the new status, or ``lost`` if the worker no longer held the event.
     ``suspect``: count a stop too, so the event is claimed alone from now on."""
-    bus = resolve(settings)
+    bus = settings
     dead = not retry or held.attempt >= bus.max_attempts
     status = "dead" if dead else "pending"
     changed = tx.execute(_RESCHEDULE, {
@@ -317,7 +317,8 @@ def reschedule(tx: Tx, held: Claim, error: str, *, retry: bool, settings: BusSet
     return status
 
 
-def fail_batch(db: Database, batch: Sequence[Claim], error: str, *, settings: BusSettings | None = None) -> None:
+def fail_batch(db: Database, batch: Sequence[Claim], error: str, *,
+               settings: BusSettings = DEFAULT_BUS_SETTINGS) -> None:
     """A batch whose transaction failed as a whole: a failed attempt for each event (rescheduled with backoff,
     or dead after its last), each made a suspect so that it is retried alone."""
     with db.transaction() as tx:

@@ -15,15 +15,15 @@ from collections.abc import Mapping
 from types import FrameType
 
 from agentfy.events.handlers import AnyHandler
-from agentfy.events.settings import BusSettings, resolve
+from agentfy.events.settings import DEFAULT_BUS_SETTINGS, BusSettings
 from agentfy.events.worker import Worker
 from agentfy.store.db import Database
 
 
 def start_workers(db: Database, handlers: Mapping[str, AnyHandler], *, stop: threading.Event,
-                  settings: BusSettings | None = None) -> list[threading.Thread]:
+                  settings: BusSettings = DEFAULT_BUS_SETTINGS) -> list[threading.Thread]:
     """``settings.concurrency`` workers, each in a daemon thread of its own, running until ``stop`` is set."""
-    bus = resolve(settings)
+    bus = settings
     threads = []
     for n in range(bus.concurrency):
         worker = Worker(db, handlers, settings=bus)
@@ -35,7 +35,7 @@ def start_workers(db: Database, handlers: Mapping[str, AnyHandler], *, stop: thr
 
 
 def drain(db: Database, handlers: Mapping[str, AnyHandler], *, stop: threading.Event,
-          settings: BusSettings | None = None) -> int:
+          settings: BusSettings = DEFAULT_BUS_SETTINGS) -> int:
     """Handle what is due until nothing is (or ``stop`` is set), in this thread; the events claimed."""
     worker = Worker(db, handlers, settings=settings)
     worker.stop = stop
@@ -48,8 +48,8 @@ def drain(db: Database, handlers: Mapping[str, AnyHandler], *, stop: threading.E
     return claimed
 
 
-def run_until_signalled(db: Database, handlers: Mapping[str, AnyHandler], *, settings: BusSettings | None = None,
-                        once: bool = False) -> None:
+def run_until_signalled(db: Database, handlers: Mapping[str, AnyHandler], *,
+                        settings: BusSettings = DEFAULT_BUS_SETTINGS, once: bool = False) -> None:
     """Run workers (``drain`` once with ``once``) until SIGTERM or SIGINT; call from the main thread."""
     stop = threading.Event()
 

@@ -2,26 +2,22 @@
 
 Why one object: the library (``Worker(db, handlers, settings=…)``), ``agentfy worker`` and ``agentfy serve``
 must agree on the lease, the retry policy and the batch size, or a worker started one way would dead-letter
-what a worker started the other way still retries.  Every field can be set in the environment as
-``AGENTFY_EVENTS_<FIELD>`` (``AGENTFY_EVENTS_LEASE_SECONDS=120``) or in the settings file's ``[events]``
-table; keyword arguments and CLI options win over both (docs/configuration.md).  ``agentfy serve`` hands the
-resolved value to its server processes through the same variables (:func:`as_environment`).
+what a worker started the other way still retries.  The bus never reads the process's configuration itself:
+whoever starts it builds :class:`agentfy.settings.Settings` once (where ``AGENTFY_EVENTS_<FIELD>``, the
+settings file's ``[events]`` table and the CLI options are read, docs/configuration.md) and passes its
+``events`` section down; a function given none uses :data:`DEFAULT_BUS_SETTINGS`.
 
 A bad value fails when the settings are built, naming the field and the value, never later in a worker.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Final
 
-from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
-ENV_PREFIX: Final = "AGENTFY_EVENTS_"
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
-class BusSettings(BaseSettings):
+class BusSettings(BaseModel):
     """How the bus publishes, leases, retries and keeps events.
 
     * ``strict_ids`` — refuse a publish whose tenant or agent ID is not an ID (default: warn and count).
@@ -42,7 +38,7 @@ class BusSettings(BaseSettings):
     * ``retention_days`` — handled events are deleted this long after they were handled (0 keeps them).
     """
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     strict_ids: bool = False
     validate_ids: bool = True
@@ -71,23 +67,5 @@ class BusSettings(BaseSettings):
         return self.renew_seconds if self.renew_seconds is not None else self.lease_seconds / 3
 
 
-@functools.cache
-def default_settings() -> BusSettings:
-    """The process's bus settings (the ``events`` section of :class:`agentfy.settings.Settings`), read once
-    (on first use, not at import, so that a bad variable fails the bus and not every command that merely
-    imports it)."""
-    from agentfy.settings import load_settings  # noqa: PLC0415 - that module builds on this one
-
-    return load_settings().events
-
-
-def resolve(settings: BusSettings | None) -> BusSettings:
-    """``settings``, or the process's settings from the environment."""
-    return settings if settings is not None else default_settings()
-
-
-def as_environment(settings: BusSettings) -> dict[str, str]:
-    """``settings`` as ``AGENTFY_EVENTS_*`` variables, for processes started with the same settings."""
-    values = settings.model_dump()
-    return {f"{ENV_PREFIX}{name.upper()}": ("true" if value is True else "false" if value is False else str(value))
-            for name, value in values.items() if value is not None}
+#: The settings of a bus function or worker given none: every field's default.
+DEFAULT_BUS_SETTINGS: Final = BusSettings()

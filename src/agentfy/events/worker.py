@@ -48,7 +48,7 @@ from agentfy.events.handlers import DETERMINISTIC_ERRORS, AnyHandler, Handler, S
 from agentfy.events.heartbeat import Heartbeat
 from agentfy.events.logs import agent_keys, event_fields, log
 from agentfy.events.outbox import Claim, acknowledge, claim, fail_batch, lock_held, release, reschedule
-from agentfy.events.settings import BusSettings, resolve
+from agentfy.events.settings import DEFAULT_BUS_SETTINGS, BusSettings
 from agentfy.identity import Scope, parse_id
 from agentfy.identity.context import RequestContext, use
 from agentfy.store.db import Database, Tx
@@ -105,17 +105,17 @@ class Outcome:
 class Worker:
     """Handles the event types in ``handlers``; ``run_once`` for tests and CLIs, ``run_forever`` to serve.
 
-    ``settings``: the process's settings from the environment when omitted (see
+    ``settings``: the bus settings the process was started with (the defaults when omitted; see
     :mod:`agentfy.events.settings`).  Each worker has a name of its own (``host:pid:n``); run several in
     threads for concurrency (:mod:`agentfy.events.runner`).
     """
 
     def __init__(self, db: Database, handlers: Mapping[str, AnyHandler], *, name: str | None = None,
-                 settings: BusSettings | None = None) -> None:
+                 settings: BusSettings = DEFAULT_BUS_SETTINGS) -> None:
         self.db = db
         self.handlers = dict(handlers)
         self.name = name or default_worker_name()
-        self.settings = resolve(settings)
+        self.settings = settings
         self.stop = threading.Event()
         self._staged: dict[str, StagedHandler[Any, Any]] = {}
         self._plain: dict[str, Handler] = {}

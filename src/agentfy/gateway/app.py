@@ -36,11 +36,13 @@ from agentfy.gateway.principals import PrincipalCache
 from agentfy.gateway.routes.mount import register
 from agentfy.gateway.rpc.broadcast import broadcaster_for
 from agentfy.gateway.warm_reads import WarmAgentReads
+from agentfy.keys import credentials_cipher
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
-from agentfy.settings import Settings, load_settings
+from agentfy.settings import Settings
 from agentfy.store.db import Database
 from agentfy.store.migrate import is_at_head
+from agentfy.store.urls import sqlite_file
 from agentfy.tracing import tracer_for
 
 #: How long start-up waits for the change feed's listening connection before serving anyway (uncached).
@@ -48,14 +50,14 @@ FEED_CONNECT_TIMEOUT_SECONDS: Final = 10.0
 
 
 def _runtime(gateway: GatewayState, settings: Settings, workspace_root: Path | None) -> Runtime:
-    cipher = settings.credentials_cipher(gateway.db, required=False)
+    cipher = credentials_cipher(settings, gateway.db.url, create=True, required=False)
     root = workspace_root or settings.workspace_root or default_workspace_root(gateway.db)
     return Runtime(gateway.db, gateway.router, workspace_root=root, providers=Providers(cipher=cipher),
                    events=broadcaster_for(gateway.db))
 
 
 def _start_workers(gateway: GatewayState, settings: Settings) -> None:
-    pipeline = handlers(settings=settings.consolidation_settings())
+    pipeline = handlers(settings=settings.consolidation, bus=settings.events)
     gateway.worker_threads.extend(start_workers(gateway.db, pipeline, stop=gateway.stop_workers,
                                                 settings=settings.events))
 
@@ -74,8 +76,9 @@ def _attach_channels(app: FastAPI, gateway: GatewayState, settings: Settings) ->
 def default_workspace_root(db: Database) -> Path:
     """Where agents' workspaces live when the ``workspace_root`` setting is unset: ``workspaces/`` beside the
     SQLite file, else ``var/workspaces``."""
-    if db.dialect == "sqlite" and db.engine.url.database not in (None, "", ":memory:"):
-        return Path(str(db.engine.url.database)).parent / "workspaces"
+    database = sqlite_file(db.engine.url)
+    if database is not None:
+        return database.parent / "workspaces"
     return Path("var/workspaces")
 
 
@@ -83,13 +86,14 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
                settings: Settings | None = None, workspace_root: Path | None = None,
                runtime: Runtime | None = None) -> FastAPI:
     """The application on ``db``; ``run_workers`` runs the consolidation workers in a thread of this process.
-    ``settings``: limits, caches, workers, keys; when ``None``, the process's (:func:`load_settings`).
+    ``settings``: limits, caches, workers, keys, as the caller built them (:func:`agentfy.settings.load_settings`
+    at its edge); when ``None``, the defaults (the app reads no configuration itself).
 
     The agent runtime is ``runtime`` or a new one on the gateway's router, with the offline model as every
     unconfigured agent's default, the OpenAI-compatible provider for the others (their credentials decrypted
     with the credentials key when one is configured), and run events to this database's WebSocket subscribers;
     the chat channels (Telegram, Discord, web) hand their messages to it."""
-    settings = settings if settings is not None else load_settings()
+    settings = settings if settings is not None else Settings()
     gateway = GatewayState(db, Router(db, ttl=settings.cache.router_ttl_seconds), signing_secret or os.urandom(32),
                            PrincipalCache(db, ttl=settings.cache.principal_ttl_seconds), run_workers,
                            inline_lookups=db.dialect == "sqlite")

@@ -3,28 +3,19 @@
 The key is printed once and only its hash is stored; a second start finds a live platform-admin key and
 prints nothing.  The ``admin_api_key`` setting adopts a key chosen by the operator instead (its hash is
 stored on first start; later starts with the same value change nothing).  The signing secret of signed
-contexts is the ``signing_key`` setting (base64 of at least 32 bytes), else a 0600 key file: the
-``signing_key_file`` setting, else one per database (:func:`agentfy.settings.default_key_file`).
+contexts comes from :func:`agentfy.keys.signing_secret`.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Final
 
 from agentfy.cutover.detect import refuse_legacy_identities
 from agentfy.identity import Scope
-from agentfy.settings import Settings, default_key_file
+from agentfy.settings import Settings
 from agentfy.store.db import Database
 from agentfy.store.migrate import maintenance_lock, upgrade_locked
 from agentfy.store.repos import api_keys, orgs
-from agentfy.store.repos.credentials import load_or_create_key_file
-
-#: The least key material a signing key may have.
-SIGNING_KEY_MIN_BYTES: Final = 32
 
 
 @dataclass(frozen=True)
@@ -88,21 +79,3 @@ def rotate_admin_key(db: Database) -> tuple[str, list[str]]:
         for key_id in old:
             api_keys.revoke_api_key(tx, scope, key_id)
     return issued.key, old
-
-
-def signing_secret(settings: Settings) -> bytes:
-    """The ``signing_key`` setting, else the key file it names (``signing_key_file``), else the database's own
-    key file, created on first use: every process of one ``agentfy serve`` shares what this returns; several
-    hosts on one database must set ``signing_key`` to one value."""
-    if settings.signing_key is not None:
-        text = settings.signing_key.get_secret_value()
-        try:
-            secret = base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError):
-            raise ValueError("the signing_key setting ($AGENTFY_SIGNING_KEY) is not base64") from None
-        if len(secret) < SIGNING_KEY_MIN_BYTES:
-            raise ValueError(f"the signing_key setting ($AGENTFY_SIGNING_KEY) must be base64 of at least "
-                             f"{SIGNING_KEY_MIN_BYTES} bytes, not {len(secret)}")
-        return secret
-    path = settings.signing_key_file or default_key_file(settings.database_url, "signing")
-    return load_or_create_key_file(Path(path))

@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeAlias, cast
 
@@ -46,6 +45,7 @@ from agentfy.store.errors import (
     UniqueViolation,
 )
 from agentfy.store.pool import Connections, PoolSettings
+from agentfy.store.urls import sqlite_file
 
 SQLITE_BUSY_TIMEOUT_MS: Final = 5000
 
@@ -57,20 +57,6 @@ _NO_DEFAULTS: Final[dict[str, Any]] = {}
 _BEGIN_ATTEMPTS: Final = 3
 _NOTIFY: Final = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload"
 _LOG_CHANGE: Final = "INSERT INTO change_log (origin, payload, created_at) VALUES (?, ?, ?)"
-
-
-def database_url(explicit: str | None = None) -> str:
-    """The URL to use: ``explicit``, else the ``database_url`` setting (``$AGENTFY_DATABASE_URL``, the config
-    file), else the embedded SQLite file."""
-    from agentfy.settings import load_settings  # noqa: PLC0415 - only when no URL is given
-
-    return explicit or load_settings().database_url
-
-
-def _configured_pool() -> PoolSettings:
-    from agentfy.settings import load_settings  # noqa: PLC0415
-
-    return load_settings().pool_settings()
 
 
 def now() -> str:
@@ -118,10 +104,10 @@ def create_engine(url: str) -> sa.Engine:
     """A SQLAlchemy engine with the pragmas and options this store relies on."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        database = parsed.database or ""
-        in_memory = database in ("", ":memory:") or "mode=memory" in str(parsed.query)
-        if not in_memory:
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        file = sqlite_file(parsed)
+        in_memory = file is None
+        if file is not None:
+            file.parent.mkdir(parents=True, exist_ok=True)
         engine = sa.create_engine(
             parsed, paramstyle="named", pool_reset_on_return=None,  # Tx always ends its transaction itself
             connect_args={"check_same_thread": False, "isolation_level": None},
@@ -214,13 +200,15 @@ def _is_locked(error: BaseException) -> bool:
 class Database:
     """One database (SQLite file or PostgreSQL): its engine, its compiled statements, and minting.
 
+    ``url`` is the caller's (the ``database_url`` setting, resolved at the edge: the store reads no
+    configuration itself); ``pool`` its pool settings (the ``db`` section; the defaults when omitted).
     ``random`` is the source IDs are minted from; ``None`` (the default) is the OS CSPRNG.  Tests pass a
     deterministic source to force primary-key collisions.
     """
 
-    def __init__(self, url: str | None = None, *, random: RandomSource | None = None,
+    def __init__(self, url: str, *, random: RandomSource | None = None,
                  pool: PoolSettings | None = None) -> None:
-        self.url = database_url(url)
+        self.url = url
         self.engine = create_engine(self.url)
         self.dialect: str = self.engine.dialect.name
         self._sqlite = self.dialect == "sqlite"
@@ -230,7 +218,7 @@ class Database:
         #: Set when tracing is on (:mod:`agentfy.tracing`): every statement then runs in a span.
         self.tracer: Tracer | None = None
         self.random = random
-        self._connections = Connections(self.engine, pool if pool is not None else _configured_pool())
+        self._connections = Connections(self.engine, pool if pool is not None else PoolSettings())
         #: Committed changes that can stale a cache, for this process's caches and WebSocket clients.
         self.changes = ChangeFeed(self.dialect)
         # Keyed by the statement object itself (hashed by identity, as SQLAlchemy statements are): a hit is

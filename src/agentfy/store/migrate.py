@@ -10,7 +10,6 @@ from __future__ import annotations
 import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Final
 
 from alembic import command
@@ -19,6 +18,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from agentfy.store.db import Database
+from agentfy.store.urls import sqlite_file
 
 #: PostgreSQL advisory-lock key of the maintenance lock ("agentfy\0"): start-up migrations and the ID cutover
 #: take it, so none of them runs while another does.
@@ -44,8 +44,8 @@ def maintenance_lock(db: Database) -> Iterator[None]:
             finally:
                 connection.execute("SELECT pg_advisory_unlock(%s)", (MAINTENANCE_LOCK_KEY,))
         return
-    database = db.engine.url.database or ""
-    if database in ("", ":memory:") or not Path(database).exists():
+    database = sqlite_file(db.engine.url)
+    if database is None or not database.exists():
         yield
         return
     with open(database, "rb") as handle:

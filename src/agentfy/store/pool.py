@@ -27,37 +27,33 @@ import os
 import threading
 import time
 import weakref
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, Field
 
 from agentfy.store.errors import UnavailableError
 
 
-@dataclass(frozen=True, slots=True)
-class PoolSettings:
-    """How many connections one process may hold, and how long a transaction waits for one.
+class PoolSettings(BaseModel):
+    """How many connections one process may hold, and how long a transaction waits for one: the ``db``
+    section of the settings (``AGENTFY_DB_POOL_SIZE``, ``AGENTFY_DB_MAX_OVERFLOW``, ``AGENTFY_DB_POOL_TIMEOUT``).
 
-    The defaults keep one process at 20 connections: four gateway processes plus workers stay well under
-    PostgreSQL's default ``max_connections`` of 100.
+    ``pool_size`` idle connections are kept, ``max_overflow`` more are opened under load (closed when
+    returned), and a transaction waits ``pool_timeout`` seconds for one before failing as unavailable (the
+    API's 503).  The defaults keep one process at 20 connections: four gateway processes plus workers stay
+    well under PostgreSQL's default ``max_connections`` of 100.
     """
 
-    size: int = 8
-    overflow: int = 12
-    timeout: float = 10.0
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    def __post_init__(self) -> None:
-        if self.size < 1:
-            raise ValueError(f"the pool size must be at least 1, not {self.size}")
-        if self.overflow < 0:
-            raise ValueError(f"the pool overflow must be 0 or more, not {self.overflow}")
-        if not self.timeout > 0:
-            raise ValueError(f"the pool timeout must be more than 0 seconds, not {self.timeout}")
+    pool_size: int = Field(default=8, ge=1)
+    max_overflow: int = Field(default=12, ge=0)
+    pool_timeout: float = Field(default=10.0, gt=0)
 
     @property
     def limit(self) -> int:
-        return self.size + self.overflow
+        return self.pool_size + self.max_overflow
 
 
 class Connections:
@@ -71,7 +67,7 @@ class Connections:
         self._engine = engine
         self._autocommit = engine.dialect.name == "postgresql"
         self.settings = settings
-        self._keep = settings.size  # idle connections kept
+        self._keep = settings.pool_size  # idle connections kept
         self._idle: collections.deque[tuple[Any, Any]] = collections.deque()
         self._permits: collections.deque[None] = collections.deque([None] * settings.limit)
         self._freed = threading.Condition()
@@ -157,7 +153,7 @@ class Connections:
             self._freed.notify()
 
     def _wait_for_permit(self) -> None:
-        timeout = self.settings.timeout
+        timeout = self.settings.pool_timeout
         deadline = time.monotonic() + timeout
         with self._freed:
             self._waiting += 1
@@ -170,9 +166,10 @@ class Connections:
                         pass
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
+                        pool = self.settings
                         raise UnavailableError(
-                            f"no database connection became free within {timeout:g} s (all {self.settings.limit} "
-                            f"of the pool are in use: size {self.settings.size} + overflow {self.settings.overflow})")
+                            f"no database connection became free within {timeout:g} s (all {pool.limit} of the "
+                            f"pool are in use: size {pool.pool_size} + overflow {pool.max_overflow})")
                     self._freed.wait(remaining)
             finally:
                 self._waiting -= 1

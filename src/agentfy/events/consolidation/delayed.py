@@ -13,7 +13,7 @@ from typing import Any
 
 from agentfy.events.event import DomainEvent
 from agentfy.events.outbox import publish
-from agentfy.events.settings import BusSettings
+from agentfy.events.settings import DEFAULT_BUS_SETTINGS, BusSettings
 from agentfy.store.db import Tx
 
 
@@ -32,7 +32,7 @@ def parse_stamp(text: str) -> datetime:
 
 def publish_at(tx: Tx, due: datetime, *, type: str, tenant_id: str, source_id: str,
                agent_id: str | None = None, user_id: str | None = None, payload: dict[str, Any] | None = None,
-               settings: BusSettings | None = None) -> DomainEvent | None:
+               settings: BusSettings = DEFAULT_BUS_SETTINGS) -> DomainEvent | None:
     """:func:`publish`, due at ``due`` instead of now; ``None`` if ``(tenant, type, source_id)`` exists."""
     return publish(tx, type=type, tenant_id=tenant_id, source_id=source_id, agent_id=agent_id, user_id=user_id,
                    payload=payload, settings=settings, available_at=stamp(due))

@@ -46,6 +46,7 @@ from agentfy.events.consolidation.settings import (
 )
 from agentfy.events.consolidation.summariser import clip
 from agentfy.events.event import DomainEvent
+from agentfy.events.settings import DEFAULT_BUS_SETTINGS, BusSettings
 from agentfy.identity import EpisodicSummaryId, MemoryDocumentId, Scope
 from agentfy.store.db import Tx
 from agentfy.store.repos import memory
@@ -102,9 +103,10 @@ class DreamingWorker:
     """Handles ``episodic.created`` (:meth:`handle`) and ``dreaming.due`` (:meth:`handle_due`)."""
 
     def __init__(self, *, settings: ConsolidationSettings = DEFAULT_CONSOLIDATION_SETTINGS,
-                 clock: Clock = utc_now) -> None:
+                 clock: Clock = utc_now, bus: BusSettings = DEFAULT_BUS_SETTINGS) -> None:
         self.settings = settings
         self.clock = clock
+        self.bus = bus
 
     def handle(self, tx: Tx, scope: Scope, event: DomainEvent) -> None:
         self.dream(tx, scope, event)
@@ -127,7 +129,7 @@ class DreamingWorker:
             publish_at(tx, due_at, type=DREAMING_DUE, tenant_id=target.scope.tenant_id,
                        source_id=dreaming_due_source(newest.id), agent_id=target.agent_id,
                        user_id=target.user_id or None, payload={"newest_summary_id": newest.id},
-                       settings=self.settings.bus)
+                       settings=self.bus)
             return DreamOutcome("deferred", due_at=due_at)
         return self._promote(tx, target, pending)
 

@@ -34,7 +34,7 @@ from agentfy.events.consolidation.summariser import ExtractiveSummariser, Summar
 from agentfy.events.event import EPISODIC_CREATED, SESSION_COMPLETED, DomainEvent
 from agentfy.events.handlers import run_staged
 from agentfy.events.outbox import publish
-from agentfy.events.settings import BusSettings
+from agentfy.events.settings import DEFAULT_BUS_SETTINGS, BusSettings
 from agentfy.identity import Scope
 from agentfy.store.db import Tx
 from agentfy.store.repos import memory, sessions
@@ -52,7 +52,7 @@ def session_completed_source(session_key: str, compaction_count: int) -> str:
 
 
 def publish_session_completed(tx: Tx, scope: Scope, session_key: str, *,
-                              settings: BusSettings | None = None) -> DomainEvent | None:
+                              settings: BusSettings = DEFAULT_BUS_SETTINGS) -> DomainEvent | None:
     """Publish ``session.completed`` for a stored session in the caller's transaction (``None``: already
     published for this compaction).  Call it in the transaction that completes (or compacts) the session."""
     session = sessions.get_session(tx, scope, session_key)
@@ -77,9 +77,11 @@ class EpisodicWorker:
     """Handles ``session.completed`` as a staged handler; see the module docstring for the contract."""
 
     def __init__(self, *, summariser: Summariser | None = None,
-                 settings: ConsolidationSettings = DEFAULT_CONSOLIDATION_SETTINGS) -> None:
+                 settings: ConsolidationSettings = DEFAULT_CONSOLIDATION_SETTINGS,
+                 bus: BusSettings = DEFAULT_BUS_SETTINGS) -> None:
         self.summariser: Summariser = summariser if summariser is not None else ExtractiveSummariser()
         self.settings = settings
+        self.bus = bus
 
     def handle(self, tx: Tx, scope: Scope, event: DomainEvent) -> None:
         self.consolidate(tx, scope, event)
@@ -117,7 +119,7 @@ class EpisodicWorker:
                 agent_id=summary.agent_id, user_id=summary.user_id or None,
                 payload={"summary_id": summary.id, "session_key": summary.session_key,
                          "compaction_count": summary.compaction_count, "summary": summary.summary},
-                settings=self.settings.bus)
+                settings=self.bus)
         return summary
 
     @staticmethod

@@ -31,6 +31,7 @@ from agentfy.events.consolidation.settings import (
 from agentfy.events.consolidation.summariser import Summariser
 from agentfy.events.event import ENTITY_UPSERTED, EPISODIC_CREATED, SESSION_COMPLETED
 from agentfy.events.handlers import AnyHandler, fan_out
+from agentfy.events.settings import DEFAULT_BUS_SETTINGS, BusSettings
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,10 @@ class Consolidation:
     @classmethod
     def build(cls, *, summariser: Summariser | None = None, extractor: Extractor | None = None,
               settings: ConsolidationSettings = DEFAULT_CONSOLIDATION_SETTINGS,
-              clock: Clock = utc_now) -> Consolidation:
-        return cls(EpisodicWorker(summariser=summariser, settings=settings),
-                   SemanticWorker(extractor=extractor, settings=settings),
-                   DreamingWorker(settings=settings, clock=clock),
+              clock: Clock = utc_now, bus: BusSettings = DEFAULT_BUS_SETTINGS) -> Consolidation:
+        return cls(EpisodicWorker(summariser=summariser, settings=settings, bus=bus),
+                   SemanticWorker(extractor=extractor, settings=settings, bus=bus),
+                   DreamingWorker(settings=settings, clock=clock, bus=bus),
                    DedupWorker())
 
     def handlers(self) -> dict[str, AnyHandler]:
@@ -64,11 +65,12 @@ class Consolidation:
 
 def handlers(*, summariser: Summariser | None = None, extractor: Extractor | None = None,
              settings: ConsolidationSettings = DEFAULT_CONSOLIDATION_SETTINGS,
-             clock: Clock = utc_now) -> Mapping[str, AnyHandler]:
+             clock: Clock = utc_now, bus: BusSettings = DEFAULT_BUS_SETTINGS) -> Mapping[str, AnyHandler]:
     """The consolidation pipeline's handlers for ``Worker(db, handlers(...))``.
 
     ``summariser`` / ``extractor`` default to the deterministic, network-free ones; ``clock`` only drives the
-    dreaming debounce.  The handlers need no database handle: the worker passes each one its transaction.
+    dreaming debounce; ``bus``: the settings their events are published with (``strict_ids`` refuses a
+    non-ID agent at publish).  The handlers need no database handle: the worker passes each one its transaction.
     """
-    return Consolidation.build(summariser=summariser, extractor=extractor, settings=settings,
-                               clock=clock).handlers()
+    return Consolidation.build(summariser=summariser, extractor=extractor, settings=settings, clock=clock,
+                               bus=bus).handlers()

@@ -30,6 +30,7 @@ from agentfy.events.consolidation.settings import DEFAULT_CONSOLIDATION_SETTINGS
 from agentfy.events.event import ENTITY_UPSERTED, DomainEvent
 from agentfy.events.handlers import run_staged
 from agentfy.events.outbox import is_published, publish
+from agentfy.events.settings import DEFAULT_BUS_SETTINGS, BusSettings
 from agentfy.identity import Scope
 from agentfy.store.db import Tx
 from agentfy.store.repos import knowledge
@@ -57,9 +58,11 @@ class SemanticWorker:
     """Handles ``episodic.created`` as a staged handler; see the module docstring for the contract."""
 
     def __init__(self, *, extractor: Extractor | None = None,
-                 settings: ConsolidationSettings = DEFAULT_CONSOLIDATION_SETTINGS) -> None:
+                 settings: ConsolidationSettings = DEFAULT_CONSOLIDATION_SETTINGS,
+                 bus: BusSettings = DEFAULT_BUS_SETTINGS) -> None:
         self.extractor: Extractor = extractor if extractor is not None else CapitalisedPhraseExtractor()
         self.settings = settings
+        self.bus = bus
 
     def handle(self, tx: Tx, scope: Scope, event: DomainEvent) -> None:
         self.ingest(tx, scope, event)
@@ -95,7 +98,7 @@ class SemanticWorker:
                          source_id=semantic_source(summary_id), agent_id=target.agent_id,
                          user_id=target.user_id or None,
                          payload={"summary_id": summary_id, "entities": len(entities), "relations": len(relations)},
-                         settings=self.settings.bus)
+                         settings=self.bus)
         if marker is None:
             return None
         return knowledge.ingest_graph(tx, target.scope, entities=entities, relations=relations)

@@ -1,18 +1,20 @@
-"""The knobs of the consolidation pipeline, in one frozen value shared by every worker.
+"""The knobs of the consolidation pipeline, in one frozen value shared by every worker: the
+``consolidation`` section of the one settings object (:mod:`agentfy.settings`, ``AGENTFY_CONSOLIDATION_*``,
+the settings file's ``[consolidation]`` table).
 
 Why one object: the episodic, semantic, dreaming and dedup workers are built together by
-:func:`agentfy.events.consolidation.handlers` and must agree on the bus settings they publish with (strict ID
-mode) and on the dreaming debounce; passing one value keeps them from drifting apart.
+:func:`agentfy.events.consolidation.handlers` and must agree on the dreaming debounce and the limits;
+passing one value keeps them from drifting apart.  The bus settings they publish with are the bus's own
+section, passed beside it (``handlers(settings=…, bus=…)``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
-from agentfy.events.settings import BusSettings
+from pydantic import BaseModel, ConfigDict, Field
 
 #: The pipeline's own event type: "promote this agent's and user scope's summaries now" (see dreaming).
 DREAMING_DUE: Final = "dreaming.due"
@@ -26,8 +28,7 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class ConsolidationSettings:
+class ConsolidationSettings(BaseModel):
     """How the pipeline behaves.
 
     * ``debounce_seconds`` — the dreaming worker waits until the newest unpromoted summary of an
@@ -38,25 +39,14 @@ class ConsolidationSettings:
       (oldest first), so one enormous session cannot exhaust the worker.
     * ``dream_max_chars`` — a dream document keeps its newest sections within this size; older sections
       are dropped (they were promoted and are still in the episodic summaries).
-    * ``bus`` — the settings events are published with (``strict_ids`` refuses a non-ID agent at publish);
-      ``None``: the process's bus settings (from the environment).
     """
 
-    debounce_seconds: float = 600.0
-    max_batch: int = 10
-    max_session_messages: int = 10_000
-    dream_max_chars: int = 200_000
-    bus: BusSettings | None = None
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    def __post_init__(self) -> None:
-        if self.debounce_seconds < 0:
-            raise ValueError(f"debounce_seconds {self.debounce_seconds!r} must be >= 0")
-        if self.max_batch < 1:
-            raise ValueError(f"max_batch {self.max_batch!r} must be >= 1")
-        if self.max_session_messages < 1:
-            raise ValueError(f"max_session_messages {self.max_session_messages!r} must be >= 1")
-        if self.dream_max_chars < 1:
-            raise ValueError(f"dream_max_chars {self.dream_max_chars!r} must be >= 1")
+    debounce_seconds: float = Field(default=600.0, ge=0)
+    max_batch: int = Field(default=10, ge=1)
+    max_session_messages: int = Field(default=10_000, ge=1)
+    dream_max_chars: int = Field(default=200_000, ge=1)
 
 
 DEFAULT_CONSOLIDATION_SETTINGS: Final = ConsolidationSettings()

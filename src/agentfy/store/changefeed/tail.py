@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
 from agentfy.store.changefeed.changes import Change, ChangeFormatError
+from agentfy.store.urls import sqlite_file
 
 if TYPE_CHECKING:
     from agentfy.store.changefeed.feed import ChangeFeed
@@ -46,8 +47,7 @@ class LogTail:
     @staticmethod
     def tails(conninfo: str) -> bool:
         """Whether ``conninfo`` names a file other processes can share (not an in-memory database)."""
-        path = conninfo.removeprefix("sqlite:///")
-        return bool(path) and path != conninfo and ":memory:" not in path and "mode=memory" not in path
+        return sqlite_file(conninfo) is not None
 
     def start(self) -> None:
         self._thread.start()

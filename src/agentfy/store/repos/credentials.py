@@ -6,19 +6,14 @@ associated data: the ciphertext is bound to its owner, so a secret copied into a
 tenant.  A ciphertext that does not authenticate raises :class:`CredentialDecryptionError`; garbage is
 never returned.
 
-The key comes from ``$AGENTFY_CREDENTIALS_KEY`` (base64 of 32 bytes) or, for the embedded setup, from a
-key file created on first use with mode 0600 (:func:`load_or_create_key_file`).
+The key comes from the ``credentials_key`` setting (``$AGENTFY_CREDENTIALS_KEY``, base64 of 32 bytes) or a key
+file: :mod:`agentfy.keys` reads both, with the one key-file policy; this module only takes the key.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import os
 import secrets
-import stat
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -80,11 +75,6 @@ class CredentialCipher:
     def generate_key() -> bytes:
         return AESGCM.generate_key(bit_length=KEY_BYTES * 8)
 
-    @classmethod
-    def from_key_file(cls, path: str | os.PathLike[str]) -> CredentialCipher:
-        """From the embedded setup's key file, created on first use (see :func:`load_or_create_key_file`)."""
-        return cls(load_or_create_key_file(path))
-
     def encrypt(self, owner_id: str, secret: bytes) -> tuple[bytes, bytes]:
         """``(nonce, ciphertext)`` for ``secret``, bound to ``owner_id``; a fresh random nonce each call."""
         nonce = secrets.token_bytes(NONCE_BYTES)
@@ -98,40 +88,6 @@ class CredentialCipher:
             raise CredentialDecryptionError(
                 f"a credential of organization {owner_id} could not be decrypted: the key is not the one it was "
                 "encrypted with, or the ciphertext was not written for this organization") from None
-
-
-def decode_key(text: str, source: str) -> bytes:
-    try:
-        key = base64.b64decode(text.strip(), validate=True)
-    except (binascii.Error, ValueError):
-        raise CredentialKeyError(f"{source} is not valid base64") from None
-    if len(key) != KEY_BYTES:
-        raise CredentialKeyError(f"{source} decodes to {len(key)} bytes; a {KEY_BYTES}-byte key is required")
-    return key
-
-
-def load_or_create_key_file(path: str | os.PathLike[str]) -> bytes:
-    """The key stored (base64) in ``path``, creating the file with a new key and mode 0600 if missing.
-
-    Creation is exclusive (``O_EXCL``), so two processes starting together agree on one key.  An existing
-    file readable or writable by group or others is refused: the key would not be secret.
-    """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(base64.b64encode(CredentialCipher.generate_key()).decode("ascii") + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-    mode = stat.S_IMODE(target.stat().st_mode)
-    if os.name == "posix" and mode & 0o077:
-        raise CredentialKeyError(f"credentials key file {target} has mode {mode:04o}; it must be readable by "
-                                 f"its owner only (chmod 600 {target})")
-    return decode_key(target.read_text(encoding="ascii"), f"credentials key file {target}")
 
 
 @dataclass(frozen=True, slots=True)
