@@ -22,10 +22,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Literal
 
-if TYPE_CHECKING:
-    from agentfy.settings import LogSettings
+from pydantic import BaseModel, ConfigDict
+
+
+class LogSettings(BaseModel):
+    """``level`` of agentfy's and uvicorn's records; ``format`` ``console`` (readable) or ``json`` (one
+    object per line, for a log shipper).  The ``log`` section of the settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    level: Literal["debug", "info", "warning", "error", "critical"] = "info"
+    format: Literal["console", "json"] = "console"
+
 
 #: The attributes every LogRecord has; anything else on a record was attached by its caller.  uvicorn's
 #: ``color_message`` repeats the message with terminal escapes: never printed.

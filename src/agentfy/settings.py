@@ -39,15 +39,17 @@ import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from agentfy.channels.settings import API_TIMEOUT_SECONDS, DiscordSettings, TelegramSettings
+from agentfy.channels.settings import API_TIMEOUT_SECONDS, ChannelSettings, DiscordSettings, TelegramSettings
 from agentfy.events.consolidation.settings import ConsolidationSettings
 from agentfy.events.settings import BusSettings
+from agentfy.logs import LogSettings
 from agentfy.store.pool import PoolSettings
+from agentfy.tracing import TelemetrySettings
 
 ENV_PREFIX: Final = "AGENTFY_"
 CONFIG_FILE_ENV: Final = "AGENTFY_CONFIG_FILE"
@@ -77,23 +79,6 @@ class CacheSettings(_Section):
 
     router_ttl_seconds: float = Field(default=300.0, gt=0)
     principal_ttl_seconds: float = Field(default=60.0, gt=0)
-
-
-class LogSettings(_Section):
-    """``level`` of agentfy's and uvicorn's records; ``format`` ``console`` (readable) or ``json`` (one
-    object per line, for a log shipper)."""
-
-    level: Literal["debug", "info", "warning", "error", "critical"] = "info"
-    format: Literal["console", "json"] = "console"
-
-
-class TelemetrySettings(_Section):
-    """``metrics``: serve ``/metrics`` in the Prometheus text format.  ``otel_exporter``: send OpenTelemetry
-    spans of requests and database calls (``otlp`` reads the standard ``OTEL_EXPORTER_OTLP_*`` variables;
-    ``console`` prints them; ``none`` leaves tracing off and costs nothing)."""
-
-    metrics: bool = True
-    otel_exporter: Literal["none", "console", "otlp"] = "none"
 
 
 class Settings(BaseModel):
@@ -127,6 +112,11 @@ class Settings(BaseModel):
     cache: CacheSettings = CacheSettings()
     log: LogSettings = LogSettings()
     telemetry: TelemetrySettings = TelemetrySettings()
+
+    def channels(self) -> ChannelSettings:
+        """The part of the settings the channels' webhooks are given."""
+        return ChannelSettings(telegram=self.telegram, discord=self.discord,
+                               api_timeout_seconds=self.channel_api_timeout_seconds)
 
 
 class _FromSources(Settings, BaseSettings):

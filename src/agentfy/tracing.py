@@ -17,13 +17,24 @@ attributes), so traces join across sessions on what never changes.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import Literal
 
 from opentelemetry import trace
 from opentelemetry.trace import Tracer
+from pydantic import BaseModel, ConfigDict
 
-if TYPE_CHECKING:
-    from agentfy.settings import TelemetrySettings
+
+class TelemetrySettings(BaseModel):
+    """``metrics``: serve ``/metrics`` in the Prometheus text format.  ``otel_exporter``: send OpenTelemetry
+    spans of requests and database calls (``otlp`` reads the standard ``OTEL_EXPORTER_OTLP_*`` variables;
+    ``console`` prints them; ``none`` leaves tracing off and costs nothing).
+    The ``telemetry`` section of the settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    metrics: bool = True
+    otel_exporter: Literal["none", "console", "otlp"] = "none"
+
 
 _configured: dict[str, Tracer] = {}
 _lock = threading.Lock()

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from agentfy.channels.settings import ChannelSettings
 from agentfy.identity import Scope
 from agentfy.settings import SettingsError, load_settings
 from agentfy.store.db import Database
@@ -303,7 +302,7 @@ def test_the_body_limit_applies_to_webhooks(gateway: Gateway, bound: str) -> Non
 def test_the_api_bases_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTFY_TELEGRAM_API_BASE", "http://127.0.0.1:8081/")
     monkeypatch.setenv("AGENTFY_DISCORD_API_BASE", "https://discord.internal/api/v10")
-    settings = ChannelSettings.from_settings(load_settings())
+    settings = load_settings().channels()
     assert (settings.telegram.api_base, settings.discord.api_base) == (
         "http://127.0.0.1:8081", "https://discord.internal/api/v10")
     monkeypatch.setenv("AGENTFY_TELEGRAM_API_BASE", "ftp://nope")

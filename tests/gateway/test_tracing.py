@@ -13,8 +13,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from agentfy import tracing
 from agentfy.gateway.app import create_app
-from agentfy.settings import TelemetrySettings, load_settings
+from agentfy.settings import load_settings
 from agentfy.store.db import Database
+from agentfy.tracing import TelemetrySettings
 from tests.helpers.tenants import Tenant
 from tests.store.helpers import new_agent
 

@@ -10,8 +10,7 @@ import logging.config
 
 import pytest
 
-from agentfy.logs import log_identity, logging_config
-from agentfy.settings import LogSettings
+from agentfy.logs import LogSettings, log_identity, logging_config
 
 
 def _configure(settings: LogSettings) -> io.StringIO:

@@ -11,12 +11,9 @@ point the channels at fake servers without touching the environment.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-if TYPE_CHECKING:
-    from agentfy.settings import Settings
 
 #: Seconds a call to a chat platform's API may take before it fails (the reply is then logged as lost).
 API_TIMEOUT_SECONDS: Final = 30.0
@@ -61,8 +58,3 @@ class ChannelSettings(BaseModel):
     telegram: TelegramSettings = TelegramSettings()
     discord: DiscordSettings = DiscordSettings()
     api_timeout_seconds: float = Field(default=API_TIMEOUT_SECONDS, gt=0, le=300)
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> ChannelSettings:
-        return cls(telegram=settings.telegram, discord=settings.discord,
-                   api_timeout_seconds=settings.channel_api_timeout_seconds)

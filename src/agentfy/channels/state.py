@@ -10,6 +10,7 @@ that would call it answers 503 and calls nothing, so the platform retries later 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
@@ -18,22 +19,17 @@ from fastapi import FastAPI, Request
 from agentfy.channels.settings import ChannelSettings
 from agentfy.channels.web import mount_chat_page
 from agentfy.errors import ApiError
-from agentfy.keys import credentials_cipher as configured_cipher
 from agentfy.runtime.inbound import MessageHandler
-from agentfy.settings import Settings
 from agentfy.store.db import Database
 from agentfy.store.repos.credentials import CredentialCipher, CredentialKeyError
 
+#: Makes the credentials cipher (the gateway's, from its settings), raising :class:`CredentialKeyError` when no
+#: key is configured.  Called once, on the first bot token to encrypt or decrypt.
+CipherFactory = Callable[[], CredentialCipher]
 
-def credentials_cipher(db: Database, settings: Settings) -> CredentialCipher:
-    """The credentials cipher of the settings (see :func:`agentfy.keys.credentials_cipher`), or 503 saying
-    which setting is missing: bot tokens are never stored unencrypted."""
-    try:
-        cipher = configured_cipher(settings, db.url, create=True, required=True)
-    except CredentialKeyError as error:
-        raise ApiError(503, "unavailable", f"bot tokens cannot be encrypted: {error}") from None
-    assert cipher is not None
-    return cipher
+
+def _no_key() -> CredentialCipher:
+    raise CredentialKeyError("no credentials key is configured")
 
 
 @dataclass
@@ -42,8 +38,7 @@ class ChannelState:
 
     db: Database
     settings: ChannelSettings = field(default_factory=ChannelSettings)
-    #: The process's settings, as the gateway was given them (the credentials key).
-    app_settings: Settings = field(default_factory=Settings)
+    make_cipher: CipherFactory = _no_key
     handler: MessageHandler | None = None
     transport: httpx.AsyncBaseTransport | None = None
     cipher_override: CredentialCipher | None = None
@@ -55,7 +50,10 @@ class ChannelState:
         if self.cipher_override is not None:
             return self.cipher_override
         if self._cipher is None:
-            self._cipher = credentials_cipher(self.db, self.app_settings)
+            try:  # bot tokens are never stored unencrypted: no key, no token (503 naming what is missing)
+                self._cipher = self.make_cipher()
+            except CredentialKeyError as error:
+                raise ApiError(503, "unavailable", f"bot tokens cannot be encrypted: {error}") from None
         return self._cipher
 
     def require_handler(self) -> MessageHandler:
@@ -84,9 +82,10 @@ class ChannelState:
             await client.aclose()
 
 
-def install(app: FastAPI, db: Database, settings: Settings) -> ChannelState:
-    """Put the channels' state on ``app`` and serve the web chat page."""
-    state = ChannelState(db, ChannelSettings.from_settings(settings), app_settings=settings)
+def install(app: FastAPI, db: Database, settings: ChannelSettings, make_cipher: CipherFactory) -> ChannelState:
+    """Put the channels' state on ``app`` and serve the web chat page: the channels get their own section of the
+    settings and a way to make the cipher, never the whole settings object (they sit below it)."""
+    state = ChannelState(db, settings, make_cipher=make_cipher)
     app.state.channels = state
     mount_chat_page(app)
     return state

@@ -12,6 +12,7 @@ import functools
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -42,11 +43,19 @@ from agentfy.runtime.runner import Runtime
 from agentfy.settings import Settings
 from agentfy.store.db import Database
 from agentfy.store.migrate import is_at_head
+from agentfy.store.repos.credentials import CredentialCipher
 from agentfy.store.urls import sqlite_file
 from agentfy.tracing import tracer_for
 
 #: How long start-up waits for the change feed's listening connection before serving anyway (uncached).
 FEED_CONNECT_TIMEOUT_SECONDS: Final = 10.0
+
+
+def _required_cipher(settings: Settings, database_url: str) -> CredentialCipher:
+    """The credentials cipher the channels encrypt bot tokens with (made on first use; see ``install_channels``)."""
+    cipher = credentials_cipher(settings, database_url, create=True, required=True)
+    assert cipher is not None  # required: no key is CredentialKeyError
+    return cipher
 
 
 def _runtime(gateway: GatewayState, settings: Settings, workspace_root: Path | None) -> Runtime:
@@ -65,7 +74,8 @@ def _start_workers(gateway: GatewayState, settings: Settings) -> None:
 def _attach_channels(app: FastAPI, gateway: GatewayState, settings: Settings) -> None:
     """The chat channels' state (``app.state.channels``), handing every channel's messages to this process's
     runtime, and what its subagents and teammates announce later back to their chat."""
-    channels = install_channels(app, gateway.db, settings)
+    channels = install_channels(app, gateway.db, settings.channels(), make_cipher=partial(
+        _required_cipher, settings, gateway.db.url))
     runtime = gateway.runtime
     assert runtime is not None
     channels.handler = runtime
