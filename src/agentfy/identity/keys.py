@@ -19,7 +19,11 @@ TenantSlug = NewType("TenantSlug", str)
 TENANT_SLUG_MAX_LENGTH: Final = 63
 
 AGENT_KEY_MAX_LENGTH: Final = 100
-_SLUG: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+#: The shape of an agent_key and of a tenant slug, as a JSON-schema ``pattern`` (ECMA-262 and Python ``re``
+#: read it alike): the OpenAPI document states it and :data:`_SLUG` checks it.  Not stated there, because no
+#: pattern can: that the value does not have the shape of an ID (:func:`looks_like_an_id`).
+SLUG_PATTERN: Final = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+_SLUG: Final = re.compile(SLUG_PATTERN.removeprefix("^").removesuffix("$"))
 _SHORT_SLUG: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+){0,2}")  # a slug with fewer than three hyphens
 _ID_SHAPES: Final = (CANONICAL, AGENTFY_WORDS_LEGACY, AGENTFY_UUID_LEGACY,
                      *(shape for product in ("bonsite", "securify", "store-deputy")
