@@ -73,12 +73,19 @@ def document_out(info: VaultDocumentInfo) -> VaultDocumentOut:
 
 async def _known_form_fields(request: Request) -> None:
     """Refuse unknown form fields (the forms' ``extra="forbid"``): nothing else, the tenant least of all,
-    is read from the form."""
+    is read from the form.  And refuse a ``file``/``files`` part without a filename: the framework reads such a
+    part as text, already decoded, so storing it could change its bytes (no schema can require the filename)."""
     form = await request.form()  # parsed once already for the endpoint's parameters; this is the cached copy
     unknown = sorted(set(form.keys()) - _FORM_FIELDS)
     if unknown:
         raise ApiError(422, "invalid_input", f"unknown form field {unknown[0]!r}; expected agent_id, path and file, "
                        "or agent_id, paths and files", field=unknown[0])
+    for name in ("file", "files"):
+        for i, part in enumerate(form.getlist(name)):
+            if isinstance(part, str):
+                field = name if name == "file" else f"files[{i}]"
+                raise ApiError(422, "invalid_input", f"{field} must be a file part: a form-data part with a "
+                               "filename (a part without one is text)", field=field, value=part)
 
 
 def _rows(path: str | None, file: UploadFile | None, paths: list[str] | None,
