@@ -64,7 +64,7 @@ def test_links_join_two_agents_named_by_id_or_key(client: TestClient, acme: Tena
         assert client.get(f"/v1/agents/{ref}/links", headers=acme.headers("member")).json()["items"] == [link]
 
     duplicate = client.post(f"/v1/agents/{one['id']}/links", json={"target": "two"}, headers=acme.headers())
-    assert duplicate.status_code == 409 and duplicate.json()["error"]["field"] == "target_agent_id"
+    assert duplicate.status_code == 409 and duplicate.json()["error"]["field"] == "target"
     itself = client.post("/v1/agents/one/links", json={"target": "one"}, headers=acme.headers())
     assert itself.status_code == 422 and itself.json()["error"]["code"] == "invalid_input"
     handoff = client.post("/v1/agents/one/links", json={"target": "two", "kind": "handoff"}, headers=acme.headers())

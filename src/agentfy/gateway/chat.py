@@ -18,7 +18,7 @@ from pydantic_core import PydanticCustomError
 
 from agentfy.errors import ApiError
 from agentfy.gateway.auth import Principal
-from agentfy.gateway.routes.schemas import Strict, agent_ref_field
+from agentfy.gateway.routes.schemas import Strict, agent_ref_field, text_field
 from agentfy.identity import AgentKey
 from agentfy.permissions.channels import http_context
 from agentfy.runtime.inbound import EMPTY_TEXT_PROBLEM, VISIBLE_TEXT_PATTERN, Inbound, has_visible_text
@@ -44,8 +44,8 @@ class MessageToAgent(Strict):
     text: Annotated[str, AfterValidator(_has_something_to_say)] = Field(
         min_length=1, max_length=TEXT_MAX_LENGTH, json_schema_extra={"pattern": VISIBLE_TEXT_PATTERN},
         description="What to say to the agent: at least one character that is not white space.")
-    conversation: str = Field(default=DEFAULT_CONVERSATION, min_length=1, max_length=100,
-                              description="Your name for the conversation (one session per name, per person).")
+    conversation: str = text_field(100, default=DEFAULT_CONVERSATION,
+                                   description="Your name for the conversation (one session per name, per person).")
 
 
 class SendParams(MessageToAgent):

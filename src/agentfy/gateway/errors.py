@@ -80,8 +80,6 @@ def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
     return {"error": body}
 
 
-#: The framework's words for a form part that is not a file where a file is declared.
-_NOT_A_FILE_PART: Final = "Expected UploadFile"
 #: Where a request-validation error says a value came from: not part of the field's name.
 _VALUE_SOURCES: Final = frozenset({"body", "query", "path", "header", "form", "cookie"})
 
@@ -102,12 +100,7 @@ def invalid_request(errors: Sequence[Mapping[str, Any]]) -> ApiError:
                     for i, part in enumerate(location))
     value = first.get("input")
     code = "invalid_id" if first.get("type") == "invalid_id" else "invalid_input"
-    message = str(first.get("msg", "invalid request"))
-    if first.get("type") == "value_error" and _NOT_A_FILE_PART in message:
-        # A multipart part without a filename is text to the framework, not a file: its bytes may already have
-        # been decoded, so it is refused rather than stored changed (no schema can require the filename).
-        message = f"{field} must be a file part: a form-data part with a filename (a part without one is text)"
-    return ApiError(422, code, message, field=field or None,
+    return ApiError(422, code, str(first.get("msg", "invalid request")), field=field or None,
                     value=value if isinstance(value, str | int | float) else None,
                     expected=(first.get("ctx") or {}).get("expected"))
 

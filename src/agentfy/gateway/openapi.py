@@ -11,7 +11,11 @@ operation, the document was close to a megabyte, which clients and Swagger UI lo
   as ``allOf`` of ``AnyId`` and that entity's short structural pattern (``id_shape_pattern``).  A value is
   valid for both exactly when it is a valid ID of that entity (see ``id_shape_pattern``), so every ID
   parameter still carries its whole anchored pattern;
-* refers each operation's error responses to ``#/components/responses``.
+* states once, in ``JsonValue``, what a value inside a JSON object field may be;
+* refers each operation's error responses to ``#/components/responses``;
+* states the rules of a request body as a whole (which fields go together, no other field) that an operation
+  declares under :data:`BODY_RULES` in its ``openapi_extra``, in the body's schema itself: a keyword such as
+  ``additionalProperties`` beside a ``$ref`` would not see the referenced schema's properties.
 
 :func:`declare_bearer` states the credential: an HTTP bearer scheme, named on every operation that
 authenticates (``/docs`` gets an Authorize button; generated clients send it as a credential, not as data).
@@ -22,12 +26,15 @@ from __future__ import annotations
 from typing import Any, Final
 
 from agentfy.gateway.errors import ERROR_RESPONSES
-from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AGENT_REF_PATTERN
-from agentfy.identity.keys import AGENT_KEY_PATTERN
+from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AGENT_REF_PATTERN, JSON_VALUE_REF
+from agentfy.identity.keys import AGENT_KEY_MAX_LENGTH, AGENT_KEY_PATTERN
 from agentfy.ids import CANONICAL, ID_ENTITIES, ID_MAX_LENGTH, id_pattern, id_shape_pattern
+from agentfy.store.inputs import json_value_schema
 
 _REPLACED: Final = frozenset({"type", "pattern", "maxLength"})
 _ERROR_BODY_REF: Final = "#/components/schemas/ErrorBody"
+#: The ``openapi_extra`` key under which a route declares JSON-schema keywords of its whole request body.
+BODY_RULES: Final = "x-body-rules"
 BEARER_SCHEME_NAME: Final = "bearer"
 BEARER_SCHEME: Final = {"type": "http", "scheme": "bearer",
                         "description": "An API key (agfy_ok_…, agfy_tk_…) or a signed context (agfy_sc_…)."}
@@ -60,7 +67,8 @@ def _id_components() -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
             "examples": [f"{prefix}-calm-rivers-k8m4p2d7n9x3"]}
     names[AGENT_REF_PATTERN] = "AgentRef"
     schemas["AgentRef"] = {"anyOf": [{"$ref": "#/components/schemas/AgentId"},
-                                     {"type": "string", "pattern": AGENT_KEY_PATTERN}],
+                                     {"type": "string", "maxLength": AGENT_KEY_MAX_LENGTH,
+                                      "pattern": AGENT_KEY_PATTERN}],
                            "description": AGENT_REF_DESCRIPTION}
     return names, schemas
 
@@ -94,6 +102,7 @@ def compact(document: dict[str, Any]) -> dict[str, Any]:
         return {key: walk(value) for key, value in node.items()}
 
     compacted: dict[str, Any] = walk(document)
+    _state_body_rules(compacted)
     _lean_parameters(compacted)
     for name in list(used):  # what the used components refer to
         if name == "AgentRef":
@@ -102,8 +111,28 @@ def compact(document: dict[str, Any]) -> dict[str, Any]:
         used.add("AnyId")
     components = compacted.setdefault("components", {})
     components.setdefault("schemas", {}).update({name: id_schemas[name] for name in sorted(used)})
+    components["schemas"][JSON_VALUE_REF.rpartition("/")[2]] = {
+        **json_value_schema(JSON_VALUE_REF),
+        "description": "A value inside a JSON object: strings and keys without NUL and integers within 64 bits, at "
+                       "any depth (depth and size are limited too, see the object's description)."}
     _share_error_responses(compacted)
     return compacted
+
+
+def _state_body_rules(document: dict[str, Any]) -> None:
+    """Merge each operation's :data:`BODY_RULES` into the schema its request body refers to."""
+    schemas = document.get("components", {}).get("schemas", {})
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            rules = operation.pop(BODY_RULES, None) if isinstance(operation, dict) else None
+            if not rules:
+                continue
+            for media in operation.get("requestBody", {}).get("content", {}).values():
+                reference = media.get("schema", {}).get("$ref", "")
+                target = schemas.get(reference.rpartition("/")[2]) if reference else media.get("schema")
+                if target is None:
+                    raise ValueError(f"{operation.get('operationId')}: body rules for a body with no schema")
+                target.update(rules)
 
 
 def _lean_parameters(document: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from agentfy.errors import ApiError
 from agentfy.gateway.auth import Principal
+from agentfy.store.inputs import TEXT_PATTERN
 from agentfy.store.paging import DEFAULT_LIMIT, MAX_LIMIT, Keyset, PageKeyError
 
 if TYPE_CHECKING:
@@ -32,8 +33,9 @@ CURSOR_MAX_CHARS: Final = 2048
 _MAC_BYTES: Final = 16
 
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Items per page (default {DEFAULT_LIMIT}).")]
-Cursor = Annotated[str | None, Query(max_length=CURSOR_MAX_CHARS, description=(
-    "Where the page starts: the previous page's next_cursor (omit for the first page)."))]
+Cursor = Annotated[str | None, Query(max_length=CURSOR_MAX_CHARS, json_schema_extra={"pattern": TEXT_PATTERN},
+                                     description=("Where the page starts: the previous page's next_cursor (omit "
+                                                  "for the first page)."))]
 
 
 class Page(BaseModel, Generic[Out]):

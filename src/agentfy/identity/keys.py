@@ -19,12 +19,13 @@ TenantSlug = NewType("TenantSlug", str)
 TENANT_SLUG_MAX_LENGTH: Final = 63
 
 AGENT_KEY_MAX_LENGTH: Final = 100
-#: A lower-case slug: words of ``a-z`` and ``0-9`` joined by single hyphens (agent keys and tenant slugs).
-SLUG_PATTERN: Final = r"[a-z0-9]+(?:-[a-z0-9]+)*"
-#: An ``agent_key``'s shape, anchored, for the API's documentation.  Not the whole rule: the length and "never
-#: the shape of an ID" are checked by :func:`agent_key_problem`, which a pattern cannot say.
-AGENT_KEY_PATTERN: Final = f"^{SLUG_PATTERN}$"
-_SLUG: Final = re.compile(SLUG_PATTERN)
+#: The shape of an agent_key and of a tenant slug, as a JSON-schema ``pattern`` (ECMA-262 and Python ``re``
+#: read it alike): the OpenAPI document states it and :data:`_SLUG` checks it.  Not stated there, because no
+#: pattern can: the length, and that the value does not have the shape of an ID (:func:`agent_key_problem`).
+SLUG_PATTERN: Final = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+#: An ``agent_key``'s shape, anchored: the slug's.
+AGENT_KEY_PATTERN: Final = SLUG_PATTERN
+_SLUG: Final = re.compile(SLUG_PATTERN.removeprefix("^").removesuffix("$"))
 _SHORT_SLUG: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+){0,2}")  # a slug with fewer than three hyphens
 _ID_SHAPES: Final = (CANONICAL, AGENTFY_WORDS_LEGACY, AGENTFY_UUID_LEGACY,
                      *(shape for product in ("bonsite", "securify", "store-deputy")

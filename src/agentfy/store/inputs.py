@@ -40,7 +40,21 @@ DEEP_MARK: Final = {"_agentfy_truncated": f"nested deeper than {JSON_MAX_DEPTH} 
 NOT_AN_OBJECT: Final = "_agentfy_not_an_object"
 UNREADABLE: Final = "_agentfy_unreadable"
 
-_BAD_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
+#: The characters no string may hold besides lone surrogates, and those a label may not hold either: bodies of
+#: a regular-expression character class spelled with ``\uXXXX`` escapes, which Python's ``re`` and ECMA-262 (the
+#: dialect of a JSON schema's ``pattern``) read alike.  The server's checks (:data:`_BAD_TEXT`,
+#: :data:`_NOT_IN_A_LABEL`) and the OpenAPI document (:data:`TEXT_PATTERN`, :data:`LABEL_PATTERN`) are built from
+#: them, so the two cannot drift.
+TEXT_FORBIDDEN: Final = r"\u0000"
+LABEL_FORBIDDEN: Final = r"\u0000-\u001f\u007f-\u009f\u2028\u2029"
+#: Lone surrogates (in a Python string a surrogate is always lone).  No ``pattern`` states them: an ECMA-262
+#: pattern without the ``u`` flag reads a string as UTF-16 code units, where a character outside the BMP is a
+#: surrogate pair, so excluding surrogates would exclude every emoji.  A JSON document can only carry one
+#: escaped (``"\udc00"``), which is not Unicode text; the rule is stated in prose (``docs/input-policy.md``).
+_SURROGATES: Final = r"\ud800-\udfff"
+_BAD_TEXT: Final = re.compile(f"[{TEXT_FORBIDDEN}{_SURROGATES}]")
+#: The text policy as a JSON-schema ``pattern`` (anchored: every character of the string).
+TEXT_PATTERN: Final = f"^[^{TEXT_FORBIDDEN}]*$"
 #: A label is an identity string a person or a system names something by: a sender, a chat scope, a session
 #: key, a schedule, a task ID.  Labels end up in logs, keys and grant look-ups, where an embedded newline or
 #: NUL would forge or split an entry, so they are held to more than the text policy (:func:`label_problem`)
@@ -48,7 +62,9 @@ _BAD_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
 LABEL_MAX_LENGTH: Final = 200
 #: Unicode categories Cc (control characters), Cs (surrogates: in a Python string always lone), Zl and Zp
 #: (the line and paragraph separators, which break a log line as a newline does).
-_NOT_IN_A_LABEL: Final = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_NOT_IN_A_LABEL: Final = re.compile(f"[{LABEL_FORBIDDEN}{_SURROGATES}]")
+#: The label rule's characters as a JSON-schema ``pattern`` (lengths are ``minLength``/``maxLength``).
+LABEL_PATTERN: Final = f"^[^{LABEL_FORBIDDEN}]*$"
 _JSON_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _NOT_A_BRACKET: Final = bytes(b for b in range(256) if b not in b"[]{}")
 _INNERMOST: Final = re.compile(rb"\[\]|\{\}|\[\}|\{\]")
@@ -214,10 +230,40 @@ def label_problem(value: object, *, max_length: int = LABEL_MAX_LENGTH, allow_em
     control character (Unicode Cc, NUL, tab and newline included) nor line or paragraph separator (Zl, Zp)."""
     problem = _value_problem(value, max_length=max_length, allow_empty=allow_empty)
     if problem is None and isinstance(value, str):
-        found = _NOT_IN_A_LABEL.search(value)
-        if found is not None:
-            problem = f"contains the control character U+{ord(found.group()):04X} at position {found.start()}"
+        problem = label_character_problem(value)
     return problem
+
+
+def label_character_problem(value: str) -> str | None:
+    """The character part of :func:`label_problem` (where lengths are checked elsewhere, as a request model's
+    ``min_length``/``max_length`` do): the first control character or separator, and where, or ``None``."""
+    found = _NOT_IN_A_LABEL.search(value)
+    if found is None:
+        return None
+    return f"contains the control character U+{ord(found.group()):04X} at position {found.start()}"
+
+
+def text_schema(max_length: int, *, allow_empty: bool = False) -> dict[str, Any]:
+    """The JSON-schema facets of :func:`check_text` with these arguments (for the OpenAPI document)."""
+    return {"minLength": 0 if allow_empty else 1, "maxLength": max_length, "pattern": TEXT_PATTERN}
+
+
+def json_value_schema(ref: str) -> dict[str, Any]:
+    """The JSON schema of a value inside a JSON document (``ref`` is where the schema itself is, for nesting):
+    every string and key within the text policy and every integer within 64 bits, at any depth.
+
+    Not stated, because no JSON schema can: the depth (:data:`JSON_MAX_DEPTH`), the size as stored
+    (:data:`JSON_MAX_BYTES`), lone surrogates (see :data:`_SURROGATES`), and that a *literal* integer is what
+    the 64-bit bound applies to: a schema sees numbers, so ``1e21`` (a float, accepted) is the integer
+    ``1000000000000000000000`` (refused) to it, and the schema refuses both."""
+    return {"anyOf": [
+        {"type": "string", "pattern": TEXT_PATTERN},
+        {"type": "integer", "minimum": INT64_MIN, "maximum": INT64_MAX},
+        {"type": "number", "not": {"type": "integer"}},
+        {"type": ["boolean", "null"]},
+        {"type": "array", "items": {"$ref": ref}},
+        {"type": "object", "propertyNames": {"pattern": TEXT_PATTERN}, "additionalProperties": {"$ref": ref}},
+    ]}
 
 
 def check_label(value: object, field: str, *, max_length: int = LABEL_MAX_LENGTH, allow_empty: bool = False) -> str:

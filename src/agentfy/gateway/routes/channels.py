@@ -22,7 +22,7 @@ from agentfy.errors import ApiError
 from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
-from agentfy.gateway.routes.schemas import Strict
+from agentfy.gateway.routes.schemas import Strict, fullmatch_pattern
 from agentfy.store.repos import channels as bindings
 from agentfy.store.repos.channels import ChannelBinding
 
@@ -34,7 +34,8 @@ PlatformPath = Annotated[Literal["telegram", "discord"], Path(description="teleg
 
 class TelegramBindingIn(Strict):
     bot_username: str = Field(max_length=33, description="The bot's @username (the @ is optional).",
-                              examples=["@SupportBot"])
+                              examples=["@SupportBot"],
+                              json_schema_extra={"pattern": fullmatch_pattern(telegram.BOT_USERNAME, prefix="@?")})
     bot_token: str = Field(max_length=200, pattern=r"^[0-9]{1,20}:[A-Za-z0-9_-]{20,170}$",
                            description="The token @BotFather gave, for sendMessage (stored encrypted).")
     secret_token: str | None = Field(
@@ -43,9 +44,11 @@ class TelegramBindingIn(Strict):
 
 
 class DiscordBindingIn(Strict):
-    application_id: str = Field(max_length=20, description="The application's ID (a snowflake).")
+    application_id: str = Field(max_length=20, description="The application's ID (a snowflake).",
+                                json_schema_extra={"pattern": fullmatch_pattern(discord.APPLICATION_ID)})
     public_key: str = Field(max_length=64, description="The application's public key (hex), to verify "
-                                                       "interactions.")
+                                                       "interactions.",
+                            json_schema_extra={"pattern": fullmatch_pattern(discord.PUBLIC_KEY)})
     bot_token: str | None = Field(default=None, min_length=20, max_length=200, pattern=r"^[A-Za-z0-9_.-]+$",
                                   description="The bot's token (stored encrypted). Replies use each "
                                               "interaction's own token, so it is optional.")

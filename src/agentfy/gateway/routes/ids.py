@@ -11,6 +11,7 @@ from agentfy.cutover.hops import resolve_migrated_id
 from agentfy.gateway.deps import Authenticated
 from agentfy.ids import explain_id, id_prefix_of
 from agentfy.store.db import Tx
+from agentfy.store.inputs import TEXT_PATTERN
 from agentfy.store.schema import metadata
 
 router = APIRouter(tags=["ids"])
@@ -29,7 +30,8 @@ _EXISTS = {prefix: sa.select(sa.literal(1)).select_from(table).where(
 
 
 @router.get("/ids/{value}", operation_id="ids.explain")
-def explain(value: Annotated[str, Path(max_length=200, description="Any value; it is explained, not trusted.")],
+def explain(value: Annotated[str, Path(max_length=200, json_schema_extra={"pattern": TEXT_PATTERN}, description=(
+                 "Any value (but a NUL, refused in any URL); it is explained, not trusted."))],
             call: Authenticated) -> dict[str, Any]:
     """Format, entity and words of ``value``, what is wrong with it if anything, whether it exists in the
     caller's organization (false for another organization's rows: they are not yours), and — for an ID the

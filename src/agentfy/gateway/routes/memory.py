@@ -24,8 +24,10 @@ from agentfy.gateway.routes.schemas_data import (
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.permissions.access import require_scope, scope_filter
 from agentfy.store.errors import StoreError
+from agentfy.store.inputs import TEXT_PATTERN
 from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import memory
+from agentfy.store.repos._batch import USER_ID_MAX_LENGTH
 from agentfy.store.repos.memory import MemoryDocument, MemoryDocumentInput
 
 router = APIRouter(tags=["memory"])
@@ -69,7 +71,8 @@ def upsert_documents(agent: AgentRef, body: MemoryBatchIn, call: Authenticated) 
 @router.get("/agents/{agent}/memory/documents", operation_id="memory.documents.list",
             response_model=Page[MemoryDocumentOut])
 def list_documents(agent: AgentRef, call: Authenticated, *,
-                   user_id: Annotated[str | None, Query(max_length=200, description=(
+                   user_id: Annotated[str | None, Query(max_length=USER_ID_MAX_LENGTH, json_schema_extra={
+                       "pattern": TEXT_PATTERN}, description=(
                        "Only this memory scope's documents (empty: the agent's own)."))] = None,
                    limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[MemoryDocumentOut]:
     """The agent's memory documents, by scope and path (one scope's with ``user_id``), a page at a time: only those

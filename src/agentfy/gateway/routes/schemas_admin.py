@@ -9,21 +9,34 @@ the router's cache for reads.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import re
+from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from agentfy.gateway.routes.schemas import (  # re-exported for the admin routes
     JsonObject,
+    Label,
     Strict,
     agent_ref_field,
     id_field,
     id_path,
+    label_field,
     optional_id_field,
+    text_field,
 )
+from agentfy.identity.keys import SLUG_PATTERN, TENANT_SLUG_MAX_LENGTH
 from agentfy.identity.roles import Role
+from agentfy.permissions.senders import CHAT_SCOPE_PREFIXES
+from agentfy.store.inputs import LABEL_FORBIDDEN
+from agentfy.store.repos.links import URL_MAX_LENGTH
 from agentfy.store.repos.permissions import CONFIG_TYPES
 from agentfy.store.repos.skills import SKILL_CONTENT_MAX_LENGTH
+
+#: A group or guild chat scope (``permissions.senders.CHAT_SCOPE_PREFIXES``) that is a label.
+_CHAT_SCOPE_START: Final = "^(?:" + "|".join(re.escape(prefix) for prefix in CHAT_SCOPE_PREFIXES) + ")"
+CHAT_SCOPE_PATTERN: Final = f"{_CHAT_SCOPE_START}[^{LABEL_FORBIDDEN}]*$"
+
 
 # -- path parameters ----------------------------------------------------------------------------------------
 OrgIdPath = Annotated[str, id_path("org", "organization")]
@@ -43,13 +56,15 @@ GrantIdPath = Annotated[str, id_path("agent-config-permission", "grant")]
 
 # -- organizations ------------------------------------------------------------------------------------------
 class OwnerIn(Strict):
-    display_name: str = Field(max_length=200)
-    email: str | None = Field(default=None, max_length=320)
+    display_name: str = text_field(200)
+    email: str | None = text_field(320, allow_empty=True, default=None)
 
 
 class OrgIn(Strict):
-    slug: str = Field(max_length=63, description="Lower-case slug, unique; never has the shape of an ID.")
-    name: str = Field(max_length=200)
+    slug: str = Field(max_length=TENANT_SLUG_MAX_LENGTH, json_schema_extra={"pattern": SLUG_PATTERN},
+                      description="Lower-case slug (a-z, 0-9, single hyphens), unique; never has the shape of an "
+                                  "ID (the store refuses one that does).")
+    name: str = text_field(200)
     settings: JsonObject | None = None
     owner: OwnerIn | None = Field(default=None, description="Create this person as the organization's owner; "
                                                             "the owner key then acts as them.")
@@ -99,11 +114,15 @@ class DefaultAgentIn(Strict):
 
 class MemberIn(Strict):
     """``display_name`` (and ``email``) to add a new person; ``user_id`` to invite an existing one, who becomes a
-    member only by accepting with a credential of their own."""
+    member only by accepting with a credential of their own.  Exactly one of the two (the schema's ``oneOf``;
+    the route refuses both or neither)."""
+
+    model_config = ConfigDict(json_schema_extra={"oneOf": [
+        {"required": [name], "properties": {name: {"type": "string"}}} for name in ("user_id", "display_name")]})
 
     user_id: str | None = optional_id_field("user", "An existing person to invite (they must accept).")
-    display_name: str | None = Field(default=None, max_length=200, description="Create a person with this name.")
-    email: str | None = Field(default=None, max_length=320)
+    display_name: str | None = text_field(200, default=None, description="Create a person with this name.")
+    email: str | None = text_field(320, allow_empty=True, default=None)
     role: Role = "member"
 
 
@@ -141,7 +160,7 @@ class AcceptedOut(BaseModel):
 
 
 class ApiKeyIn(Strict):
-    name: str = Field(max_length=200)
+    name: str = text_field(200)
     role: Role = "member"
     user_id: str | None = optional_id_field("user", "The member the key acts as (its skills, its audit trail).")
     expires_in_days: int | None = Field(default=None, ge=1, le=3650,
@@ -150,7 +169,7 @@ class ApiKeyIn(Strict):
 
 # -- teams --------------------------------------------------------------------------------------------------
 class TeamIn(Strict):
-    name: str = Field(max_length=200)
+    name: str = text_field(200)
     lead: str | None = agent_ref_field("The lead agent by ID or agent_key (not made a member).", default=None)
 
 
@@ -168,7 +187,7 @@ class LeadIn(Strict):
 
 class TeamMemberIn(Strict):
     agent: str = agent_ref_field()
-    role: str = Field(default="member", max_length=50)
+    role: str = text_field(50, default="member")
 
 
 class TeamMemberOut(BaseModel):
@@ -181,7 +200,7 @@ class TeamMemberOut(BaseModel):
 
 
 class TeamApiKeyIn(Strict):
-    name: str = Field(max_length=200)
+    name: str = text_field(200)
 
 
 class TeamApiKeyOut(BaseModel):
@@ -201,7 +220,7 @@ class IssuedTeamApiKeyOut(BaseModel):
 # -- links and MCP servers ----------------------------------------------------------------------------------
 class LinkIn(Strict):
     target: str = agent_ref_field("The target agent by ID or agent_key (another agent of the organization).")
-    kind: str = Field(default="delegate", max_length=50, description="delegate, handoff, …")
+    kind: Label = label_field(50, default="delegate", description="delegate, handoff, …")
 
 
 class LinkOut(BaseModel):
@@ -213,8 +232,8 @@ class LinkOut(BaseModel):
 
 
 class McpServerIn(Strict):
-    name: str = Field(max_length=200)
-    url: str = Field(max_length=2048)
+    name: Label = label_field()
+    url: Label = label_field(URL_MAX_LENGTH)
     config: JsonObject | None = None
 
 
@@ -229,12 +248,12 @@ class McpServerOut(BaseModel):
 
 # -- skills -------------------------------------------------------------------------------------------------
 class SkillIn(Strict):
-    name: str = Field(max_length=200)
-    content: str = Field(max_length=SKILL_CONTENT_MAX_LENGTH)
+    name: Label = label_field()
+    content: str = text_field(SKILL_CONTENT_MAX_LENGTH)
 
 
 class SkillPatch(Strict):
-    content: str = Field(max_length=SKILL_CONTENT_MAX_LENGTH)
+    content: str = text_field(SKILL_CONTENT_MAX_LENGTH)
 
 
 class SkillOut(BaseModel):
@@ -247,7 +266,7 @@ class SkillOut(BaseModel):
 
 # -- cron jobs ----------------------------------------------------------------------------------------------
 class CronJobIn(Strict):
-    schedule: str = Field(max_length=200, description="The schedule as the scheduler reads it, e.g. '0 9 * * 1'.")
+    schedule: Label = label_field(description="The schedule as the scheduler reads it, e.g. '0 9 * * 1'.")
     payload: JsonObject | None = None
     enabled: StrictBool = True
 
@@ -269,9 +288,11 @@ class CronJobOut(BaseModel):
 
 # -- group-chat permission grants ---------------------------------------------------------------------------
 class GrantIn(Strict):
-    chat_scope: str = Field(max_length=200, description="The group or guild chat: group:<channel>:<chat>, guild:…")
+    chat_scope: Label = label_field(pattern=CHAT_SCOPE_PATTERN, description=(
+        "The group or guild chat: group:<channel>:<chat>, guild:…"))
     config_type: str = Field(max_length=50, json_schema_extra={"enum": list(CONFIG_TYPES)})
-    sender_id: str = Field(max_length=200, description="The individual sender (ACTOR), never the group.")
+    sender_id: Label = label_field(description="The individual sender (ACTOR), never the group (not a chat scope).",
+                                   schema={"not": {"pattern": _CHAT_SCOPE_START}})
     allow: StrictBool = True
 
 

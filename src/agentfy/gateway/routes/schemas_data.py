@@ -20,9 +20,12 @@ from pydantic import BaseModel, Field, StrictInt, StrictStr
 from agentfy.gateway.resolve import not_found
 from agentfy.gateway.routes.schemas import (  # re-exported for the data routes
     JsonObject,
+    Label,
     Strict,
     agent_ref_field,
     id_field,
+    label_field,
+    text_field,
 )
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.ids import id_pattern
@@ -46,10 +49,10 @@ MAX_GRAPH_ROWS: Final = 10_000
 
 # -- sessions ----------------------------------------------------------------------------------------------
 class SessionIn(Strict):
-    session_key: str = Field(max_length=SESSION_KEY_MAX_LENGTH, description=(
+    session_key: Label = label_field(SESSION_KEY_MAX_LENGTH, description=(
         "The session's only identifier, unique in the organization: non-empty, no control characters."))
     agent: str = agent_ref_field()
-    user_id: str | None = Field(default=None, max_length=USER_ID_MAX_LENGTH, description=(
+    user_id: Label | None = label_field(USER_ID_MAX_LENGTH, allow_empty=True, default=None, description=(
         "The memory SCOPE of the session (`group:telegram:<chat>` in a group). Default: the key's own user. "
         "Another scope than the key's own user needs the operator role."))
 
@@ -73,7 +76,7 @@ class SessionCompletedOut(SessionOut):
 class MessageIn(Strict):
     role: Literal["user", "assistant", "system", "tool"] = Field(description=(
         "`user` for any member; `assistant`, `system` and `tool` need the operator role."))
-    content: str = Field(max_length=MESSAGE_MAX_LENGTH, description="The message text.")
+    content: str = text_field(MESSAGE_MAX_LENGTH, allow_empty=True, description="The message text.")
 
 
 class MessageOut(BaseModel):
@@ -101,10 +104,10 @@ class VaultUploadOut(BaseModel):
 
 # -- memory documents --------------------------------------------------------------------------------------
 class MemoryDocumentIn(Strict):
-    path: str = Field(max_length=PATH_MAX_LENGTH, description="Non-empty; with user_id, identifies the document.")
-    content: str = Field(max_length=CONTENT_MAX_LENGTH)
-    user_id: str = Field(default="", max_length=USER_ID_MAX_LENGTH,
-                         description="The memory SCOPE (a sender, `group:…`); empty: the agent's own memory.")
+    path: str = text_field(PATH_MAX_LENGTH, description="Non-empty; with user_id, identifies the document.")
+    content: str = text_field(CONTENT_MAX_LENGTH, allow_empty=True)
+    user_id: str = text_field(USER_ID_MAX_LENGTH, allow_empty=True, default="",
+                              description="The memory SCOPE (a sender, `group:…`); empty: the agent's own memory.")
     metadata: JsonObject | None = Field(default=None, description="Null keeps an existing document's metadata.")
 
 
@@ -132,18 +135,18 @@ class MemoryDocumentOut(BaseModel):
 # -- knowledge graph ---------------------------------------------------------------------------------------
 class EntityIn(Strict):
     agent: str = agent_ref_field()
-    user_id: str = Field(default="", max_length=USER_ID_MAX_LENGTH,
-                         description="The memory SCOPE it was learnt in; empty: the agent's own.")
-    name: str = Field(max_length=ENTITY_NAME_MAX_LENGTH)
-    entity_type: str = Field(max_length=ENTITY_TYPE_MAX_LENGTH)
+    user_id: str = text_field(USER_ID_MAX_LENGTH, allow_empty=True, default="",
+                              description="The memory SCOPE it was learnt in; empty: the agent's own.")
+    name: str = text_field(ENTITY_NAME_MAX_LENGTH)
+    entity_type: str = text_field(ENTITY_TYPE_MAX_LENGTH)
     properties: JsonObject | None = None
 
 
 EntityEndpoint = Annotated[
-    Annotated[StrictInt, Field(json_schema_extra={"minimum": 0})]
+    Annotated[StrictInt, Field(json_schema_extra={"minimum": 0, "maximum": MAX_GRAPH_ROWS - 1})]
     | Annotated[StrictStr, Field(json_schema_extra={"pattern": id_pattern("kg-entity")})],
-    Field(description="The index of an entity in this request's `entities` (an integer), or an existing "
-                      "entity's ID (a string)."),
+    Field(description="The index of an entity in this request's `entities` (an integer, less than their "
+                      "number, of the relation's own agent), or an existing entity's ID (a string)."),
 ]
 
 
@@ -151,7 +154,7 @@ class RelationIn(Strict):
     agent: str = agent_ref_field()
     source: EntityEndpoint
     target: EntityEndpoint
-    relation: str = Field(max_length=RELATION_MAX_LENGTH)
+    relation: str = text_field(RELATION_MAX_LENGTH)
     properties: JsonObject | None = None
 
 

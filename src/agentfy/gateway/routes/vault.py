@@ -17,10 +17,11 @@ from fastapi import APIRouter, Depends, File, Form, Path, Request, Response, Upl
 from agentfy.errors import ApiError
 from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.limits import UPLOAD_FILE_MAX_BYTES, UPLOAD_FILES_MAX_BYTES
+from agentfy.gateway.openapi import BODY_RULES
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
-from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AGENT_REF_MAX_LENGTH
+from agentfy.gateway.routes.schemas import AGENT_REF_DESCRIPTION, AGENT_REF_MAX_LENGTH, AGENT_REF_PATTERN
 from agentfy.gateway.routes.schemas_data import (
     VaultDocumentOut,
     VaultUploadOut,
@@ -29,8 +30,10 @@ from agentfy.gateway.routes.schemas_data import (
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.ids import id_pattern
 from agentfy.store.errors import InvalidInputError, StoreError
+from agentfy.store.inputs import TEXT_PATTERN, text_schema
 from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import vault
+from agentfy.store.repos._batch import PATH_MAX_LENGTH
 from agentfy.store.repos.vault import VaultDocumentInfo, VaultUpload
 
 router = APIRouter(tags=["vault"])
@@ -40,9 +43,24 @@ MAX_REQUEST_BYTES: Final = UPLOAD_FILES_MAX_BYTES
 MAX_FILES: Final = 100
 DEFAULT_CONTENT_TYPE: Final = "application/octet-stream"
 _FORM_FIELDS: Final = frozenset({"agent_id", "path", "file", "files", "paths"})
+#: A file part: a multipart part with a filename (a part without one is a plain field, not a file).
+_FILE_PART: Final = {"type": "string", "contentMediaType": "application/octet-stream"}
+#: A repeated field in a multipart form: one part or more (an empty list is no part, so no field at all).
+_SOME_PARTS: Final = {"type": "array", "minItems": 1}
+#: One file or a batch, never both, and no other field (:func:`_known_form_fields`, :func:`_rows`), as the
+#: form's schema states it.  That ``paths`` and ``files`` come in equal numbers no schema can say.
+UPLOAD_FORM_RULES: Final = {
+    "additionalProperties": False,
+    "oneOf": [{"required": ["path", "file"], "properties": {"path": {"type": "string"}, "file": _FILE_PART,
+                                                            "paths": False, "files": False}},
+              {"required": ["paths", "files"], "properties": {"paths": _SOME_PARTS, "files": _SOME_PARTS,
+                                                              "path": False, "file": False}}],
+}
 # type/subtype[; parameters], printable ASCII only: it is sent back as a response header.
 _CONTENT_TYPE: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+/[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:\s*;[ -~]*)?")
 _UPLOAD_FIELD: Final = re.compile(r"uploads\[(\d+)\]\.(\w+)")
+#: What the batch's ``paths`` hold (the store's check of each, and :data:`MAX_FILES`), as the schema states it.
+_BATCH_PATHS: Final = {"maxItems": MAX_FILES, "items": {"type": "string", **text_schema(PATH_MAX_LENGTH)}}
 
 DocumentId = Annotated[str, Path(max_length=200, description="A vault document's ID.",
                                  json_schema_extra={"pattern": id_pattern("vault-document")})]
@@ -55,12 +73,19 @@ def document_out(info: VaultDocumentInfo) -> VaultDocumentOut:
 
 async def _known_form_fields(request: Request) -> None:
     """Refuse unknown form fields (the forms' ``extra="forbid"``): nothing else, the tenant least of all,
-    is read from the form."""
+    is read from the form.  And refuse a ``file``/``files`` part without a filename: the framework reads such a
+    part as text, already decoded, so storing it could change its bytes (no schema can require the filename)."""
     form = await request.form()  # parsed once already for the endpoint's parameters; this is the cached copy
     unknown = sorted(set(form.keys()) - _FORM_FIELDS)
     if unknown:
         raise ApiError(422, "invalid_input", f"unknown form field {unknown[0]!r}; expected agent_id, path and file, "
                        "or agent_id, paths and files", field=unknown[0])
+    for name in ("file", "files"):
+        for i, part in enumerate(form.getlist(name)):
+            if isinstance(part, str):
+                field = name if name == "file" else f"files[{i}]"
+                raise ApiError(422, "invalid_input", f"{field} must be a file part: a form-data part with a "
+                               "filename (a part without one is text)", field=field, value=part)
 
 
 def _rows(path: str | None, file: UploadFile | None, paths: list[str] | None,
@@ -109,17 +134,24 @@ def _content_type(upload: UploadFile, field: str) -> str:
 
 
 @router.post("/vault/documents", operation_id="vault.upload", status_code=201, response_model=VaultUploadOut,
-             dependencies=[Depends(_known_form_fields)],
+             dependencies=[Depends(_known_form_fields)], openapi_extra={BODY_RULES: UPLOAD_FORM_RULES},
              responses={413: {"description": "a file is larger than 10 MiB (or the files total over 50 MiB)"}})
 def upload_documents(*, call: Authenticated,
-                     agent_id: Annotated[str, Form(max_length=AGENT_REF_MAX_LENGTH, description=AGENT_REF_DESCRIPTION)],
-                     path: Annotated[str | None, Form(description="The file's path in the agent's vault.")] = None,
+                     agent_id: Annotated[str, Form(max_length=AGENT_REF_MAX_LENGTH, description=AGENT_REF_DESCRIPTION,
+                                                   json_schema_extra={"pattern": AGENT_REF_PATTERN})],
+                     path: Annotated[str | None, Form(min_length=1, max_length=PATH_MAX_LENGTH,
+                                                      json_schema_extra={"pattern": TEXT_PATTERN},
+                                                      description="The file's path in the agent's vault.")] = None,
                      file: Annotated[UploadFile | None, File(description="The file; its part's content type "
-                                                                         "is stored.")] = None,
+                                                                         "is stored.",
+                                                             json_schema_extra=_FILE_PART)] = None,
                      paths: Annotated[list[str] | None, Form(description="Batch: one path per files part, in "
-                                                                         "order.")] = None,
+                                                                         "order.",
+                                                             json_schema_extra=_BATCH_PATHS)] = None,
                      files: Annotated[list[UploadFile] | None, File(description="Batch: the files (at most "
-                                                                                "100).")] = None,
+                                                                                "100).",
+                                                                    json_schema_extra={"maxItems": MAX_FILES,
+                                                                                       "items": _FILE_PART})] = None,
                      ) -> VaultUploadOut:
     """Store one file (``path`` + ``file``) or a batch (``paths`` + ``files``) for an agent named by ID or
     key in ``agent_id`` (member or higher).
