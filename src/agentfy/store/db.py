@@ -45,6 +45,7 @@ from agentfy.store.errors import (
     UniqueViolation,
 )
 from agentfy.store.pool import Connections, PoolSettings
+from agentfy.store.schema import metadata
 from agentfy.store.urls import sqlite_file
 
 SQLITE_BUSY_TIMEOUT_MS: Final = 5000
@@ -148,8 +149,6 @@ def _unique_violation_columns(error: BaseException, engine: sa.Engine) -> tuple[
 def _unique_constraints() -> dict[str, tuple[str, ...]]:
     """Primary key, unique constraint and unique index name -> columns, from the schema (PostgreSQL
     reports a violated constraint by name only)."""
-    from agentfy.store.schema import metadata  # noqa: PLC0415 - avoids a cycle at import
-
     names: dict[str, tuple[str, ...]] = {}
     for table in metadata.tables.values():
         names[f"pk_{table.name}"] = tuple(c.name for c in table.primary_key.columns)

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 from agentfy.store.changefeed.changes import Change
+from agentfy.store.changefeed.tail import LogTail
 
 if TYPE_CHECKING:
     from agentfy.store.changefeed.listener import Listener
@@ -160,8 +161,6 @@ class ChangeFeed:
         if self._listener is not None or self._tail is not None:
             return False
         if self.dialect == "sqlite":
-            from agentfy.store.changefeed.tail import LogTail  # noqa: PLC0415
-
             if not LogTail.tails(conninfo):  # an in-memory database has one process
                 return False
             self._tail = LogTail(self, conninfo)
