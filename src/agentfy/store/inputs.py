@@ -250,16 +250,16 @@ def text_schema(max_length: int, *, allow_empty: bool = False) -> dict[str, Any]
 
 def json_value_schema(ref: str) -> dict[str, Any]:
     """The JSON schema of a value inside a JSON document (``ref`` is where the schema itself is, for nesting):
-    every string and key within the text policy and every integer within 64 bits, at any depth.
+    every string and key within the text policy, at any depth.
 
     Not stated, because no JSON schema can: the depth (:data:`JSON_MAX_DEPTH`), the size as stored
-    (:data:`JSON_MAX_BYTES`), lone surrogates (see :data:`_SURROGATES`), and that a *literal* integer is what
-    the 64-bit bound applies to: a schema sees numbers, so ``1e21`` (a float, accepted) is the integer
-    ``1000000000000000000000`` (refused) to it, and the schema refuses both."""
+    (:data:`JSON_MAX_BYTES`), lone surrogates (see :data:`_SURROGATES`), and the 64-bit bound of integers: it
+    applies to an integer *literal*, while a schema sees numbers, to which ``1e21`` (a float, accepted) and
+    ``1000000000000000000000`` (refused) are the same integer.  Bounding integers in the schema would refuse
+    floats the server takes, so the schema states any number and the bound is in the input policy's list."""
     return {"anyOf": [
         {"type": "string", "pattern": TEXT_PATTERN},
-        {"type": "integer", "minimum": INT64_MIN, "maximum": INT64_MAX},
-        {"type": "number", "not": {"type": "integer"}},
+        {"type": "number"},
         {"type": ["boolean", "null"]},
         {"type": "array", "items": {"$ref": ref}},
         {"type": "object", "propertyNames": {"pattern": TEXT_PATTERN}, "additionalProperties": {"$ref": ref}},
