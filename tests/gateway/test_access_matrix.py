@@ -292,6 +292,7 @@ UNSCOPED: dict[str, Build] = {
     "vault.list": lambda w, c, s: Request("GET", "/v1/agents/bot/vault"),
     "vault.download": lambda w, c, s: Request("GET", f"/v1/vault/documents/{w.vault_document}"),
     "vault.delete": lambda w, c, s: Request("DELETE", f"/v1/vault/documents/{_fresh_vault(w)}"),
+    "usage.list": lambda w, c, s: Request("GET", "/v1/usage?agent=bot"),
 }
 
 

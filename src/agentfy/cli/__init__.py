@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from agentfy.cli import admin, chat, config, cutover, db, events, ids, serve, worker
+from agentfy.cli import admin, chat, config, cutover, db, events, ids, serve, usage, worker
 from agentfy.cli.common import (
     EXIT_FAILED,
     EXIT_OUTDATED,
@@ -39,6 +39,7 @@ from agentfy.store.errors import StoreError, UnavailableError
 app.command("worker")(worker.worker)
 app.command("serve")(serve.serve)
 app.command("chat")(chat.chat)
+app.command("usage")(usage.usage)
 app.add_typer(ids.group, name="id")
 app.add_typer(db.group, name="db")
 app.add_typer(events.group, name="events")

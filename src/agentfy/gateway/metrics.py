@@ -1,10 +1,14 @@
-"""What ``/metrics`` serves, in the Prometheus text format: requests, the pool, the caches, the change feed
-and the event bus.
+"""What ``/metrics`` serves, in the Prometheus text format: requests, the pool, the caches, the change feed,
+the event bus and the model tokens of this process's runs.
 
 Why most series are read at scrape time (a :class:`Collector`) rather than counted as things happen: the
 pool, the caches and the bus already keep their numbers, so a scrape costs one pass over them and the hot
 paths pay nothing extra.  Requests are counted by :class:`~agentfy.gateway.observe.RequestObservation`, by
 route *template* (``/v1/agents/{agent}``, never the raw path: label values must stay bounded).
+
+Model tokens (``agentfy_model_tokens_total``) are labelled by ``provider`` and ``kind`` (prompt, completion,
+cached) only: a tenant, an agent or a model name would make the series unbounded; per-agent usage is in the
+database (``GET /v1/usage``).
 
 Each process serves its own counters (a scrape reaches one process; scrape each, or run one process per
 host); the event-bus figures come from the database and are the same from every process.
@@ -87,7 +91,17 @@ class _StateCollector(Collector):
                                       "database.", value=misses)
         yield GaugeMetricFamily("agentfy_change_feed_connected", "1 while this process hears other processes' "
                                 "changes (its caches may fill), else 0.", value=int(gateway.db.changes.cacheable))
+        yield from _tokens(gateway)
         yield from _bus(gateway)
+
+
+def _tokens(gateway: GatewayState) -> Iterator[Metric]:
+    tokens = CounterMetricFamily("agentfy_model_tokens", "Model tokens of this process's runs, by provider and "
+                                 "kind (prompt, completion, cached).", labels=["provider", "kind"])
+    if gateway.runtime is not None:
+        for (provider, kind), n in sorted(gateway.runtime.tokens.snapshot().items()):
+            tokens.add_metric([provider, kind], n)
+    yield tokens
 
 
 def _bus(gateway: GatewayState) -> Iterator[Metric]:

@@ -191,6 +191,8 @@ RULES: Final[dict[str, Rule]] = {
     "vault.list": _r("member", "list an agent's files"),
     "vault.download": _r("member", "download a file"),
     "vault.delete": _r("operator", "delete a file"),
+    # usage (what the agents cost: operators run them, admins pay for them)
+    "usage.list": _r("operator", "read the organization's model token usage per agent and day"),
 }
 
 

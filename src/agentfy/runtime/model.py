@@ -63,11 +63,23 @@ class ModelRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Usage:
+    """The tokens of one model call, as the provider counted them.  ``cached_tokens``: the part of the prompt
+    served from the provider's cache, ``None`` when the provider does not report it (unknown is not zero)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ModelResponse:
-    """The model's answer: text, tool calls, or both (tools run first, then the model is asked again)."""
+    """The model's answer: text, tool calls, or both (tools run first, then the model is asked again).
+    ``usage``: the call's tokens, ``None`` when the provider reported none (the call is then not recorded)."""
 
     text: str | None = None
     tool_calls: tuple[ToolCall, ...] = field(default=())
+    usage: Usage | None = None
 
 
 class ModelError(RuntimeError):
@@ -84,3 +96,14 @@ class ModelProvider(Protocol):
 def estimate_tokens(system_prompt: str, messages: Sequence[ChatMessage]) -> int:
     """A cheap upper-bound-ish estimate of the prompt's size, for deciding when to compact."""
     return (len(system_prompt) + sum(len(m.content) for m in messages)) // CHARS_PER_TOKEN + 1
+
+
+def estimate_usage(request: ModelRequest, response: ModelResponse) -> Usage:
+    """An estimate of a call's tokens at :data:`CHARS_PER_TOKEN` characters per token, for a model that has no
+    tokenizer (the offline model): the prompt is the system prompt, the history and the tools' descriptions; the
+    completion is the text and the tool calls.  It caches nothing, so ``cached_tokens`` is ``None``."""
+    tools = sum(len(t.name) + len(t.description) + sum(len(k) + len(v) for k, v in t.parameters.items())
+                for t in request.tools)
+    calls = sum(len(c.name) + sum(len(k) + len(v) for k, v in c.arguments.items()) for c in response.tool_calls)
+    return Usage(prompt_tokens=estimate_tokens(request.system_prompt, request.messages) + tools // CHARS_PER_TOKEN,
+                 completion_tokens=(len(response.text or "") + calls + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN)

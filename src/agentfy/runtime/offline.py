@@ -13,6 +13,10 @@ measures the platform rather than a provider.  What it answers, in this order:
    a key may appear once.  ``/tool write_file path=notes.txt content=hi`` writes ``notes.txt``.
    A malformed command is answered with what is wrong and the expected form; no tool runs;
 4. anything else is echoed: ``@<agent_key> heard: <text>``.
+
+Every answer carries usage: the answer's own ``usage`` when a scripted one has it, else an estimate at four
+characters per token (:func:`~agentfy.runtime.model.estimate_usage`), so usage is recorded and summed the same
+way as with a real model; it reports no cached tokens.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ import re
 import shlex
 from collections import deque
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Final
 
-from agentfy.runtime.model import ChatMessage, ModelRequest, ModelResponse, ToolCall
+from agentfy.runtime.model import ChatMessage, ModelRequest, ModelResponse, ToolCall, estimate_usage
 
 TOOL_COMMAND: Final = "/tool"
 TOOL_SYNTAX: Final = "/tool NAME [key=value ...] (values may be quoted: content=\"two words\")"
@@ -78,9 +83,10 @@ class OfflineProvider:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if self.keep_requests:
             self.requests.append(request)
-        if self.script:
-            return self.script.popleft()
-        return answer(request)
+        response = self.script.popleft() if self.script else answer(request)
+        if response.usage is None:  # it has no tokenizer: an honest estimate (model.estimate_usage)
+            response = replace(response, usage=estimate_usage(request, response))
+        return response
 
 
 def answer(request: ModelRequest) -> ModelResponse:

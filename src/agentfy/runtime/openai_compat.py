@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import httpx
 
-from agentfy.runtime.model import ChatMessage, ModelError, ModelRequest, ModelResponse, ToolCall, ToolSpec
+from agentfy.runtime.model import ChatMessage, ModelError, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 
 DEFAULT_TIMEOUT_SECONDS: Final = 60.0
 
@@ -102,4 +102,22 @@ def parse_response(document: Any) -> ModelResponse:
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         raise ValueError("content must be a string")
-    return ModelResponse(text=content or None, tool_calls=calls)
+    return ModelResponse(text=content or None, tool_calls=calls, usage=parse_usage(document.get("usage")))
+
+
+def _tokens(value: Any) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def parse_usage(usage: Any) -> Usage | None:
+    """The answer's ``usage`` (``prompt_tokens``, ``completion_tokens``, and
+    ``prompt_tokens_details.cached_tokens`` where the server reports it), or ``None`` when it has none or its
+    counts are not counts (a server that does not count must not fail the run)."""
+    if not isinstance(usage, dict):
+        return None
+    prompt, completion = _tokens(usage.get("prompt_tokens")), _tokens(usage.get("completion_tokens"))
+    if prompt is None or completion is None:
+        return None
+    details = usage.get("prompt_tokens_details")
+    cached = _tokens(details.get("cached_tokens")) if isinstance(details, dict) else None
+    return Usage(prompt, completion, cached)

@@ -14,7 +14,8 @@
    and the user message is stored with ``sender_id`` = the ACTOR;
 5. near the context window the memory flush compacts first (:mod:`agentfy.runtime.flush`);
 6. the model (:mod:`agentfy.runtime.providers`) answers; requested tools run behind the permission policy
-   (:mod:`agentfy.runtime.tools`), at most ``max_tool_rounds`` rounds;
+   (:mod:`agentfy.runtime.tools`), at most ``max_tool_rounds`` rounds; each call's tokens are recorded
+   (:mod:`agentfy.runtime.usage`: one ``usage_snapshots`` row per call, a failed write never fails the run);
 7. the reply is stored as the assistant message and returned; run events go to the tenant's WebSocket
    subscribers (:mod:`agentfy.runtime.events`).
 
@@ -50,12 +51,12 @@ from agentfy.permissions.propagation import (
     subagent_announce,
     teammate_dispatch,
 )
-from agentfy.runtime import conversation, prompting
+from agentfy.runtime import conversation, prompting, usage
 from agentfy.runtime.events import REPLIED, RUN_FINISHED, RUN_STARTED, TOOL_CALLED, NoEvents, RunEvents, emit
 from agentfy.runtime.flush import DEFAULT_FLUSH_RATIO, flush
 from agentfy.runtime.inbound import EMPTY_TEXT_PROBLEM, Inbound, Reply, has_visible_text
 from agentfy.runtime.locks import ConversationLocks
-from agentfy.runtime.model import ChatMessage, ModelProvider, ModelRequest, ToolCall, estimate_tokens
+from agentfy.runtime.model import ChatMessage, ModelProvider, ModelRequest, ToolCall, Usage, estimate_tokens
 from agentfy.runtime.providers import ModelSettings, Providers
 from agentfy.runtime.toolbox import TOOLS, run_tool
 from agentfy.runtime.tools import ToolEnv
@@ -114,6 +115,8 @@ class Runtime:
         self.settings = settings or RuntimeSettings()
         self._locks = ConversationLocks(db)
         self._slugs: dict[str, str] = {}
+        #: This process's token totals (``/metrics``): by provider and kind, see :mod:`agentfy.runtime.usage`.
+        self.tokens = usage.TokenCounters()
         self._background: set[asyncio.Task[None]] = set()
 
     def close(self) -> None:
@@ -213,6 +216,8 @@ class Runtime:
         for _ in range(self.settings.max_tool_rounds + 1):
             prompt = prompting.system_prompt(agent, turn.tenant_slug, self.workspace_root, turn.session.session_key)
             response = await turn.provider.complete(ModelRequest(prompt, list(messages), specs, agent.agent_key))
+            if response.usage is not None:
+                await self._count(agent, turn, response.usage, run_id)
             if not response.tool_calls:
                 return response.text
             messages.append(ChatMessage("assistant", response.text or "", response.tool_calls))
@@ -223,6 +228,13 @@ class Runtime:
                 await asyncio.to_thread(self._store, agent, turn.session.session_key, "tool",
                                         _tool_record(call, result), None)
         return f"(stopped after {self.settings.max_tool_rounds} rounds of tool calls)"
+
+    async def _count(self, agent: Agent, turn: _Turn, used: Usage, run_id: str) -> None:
+        """Count the call's tokens and record its usage row (a failed write is logged, the run goes on)."""
+        self.tokens.add(turn.settings.provider, used)
+        model = turn.settings.model or turn.settings.provider
+        await asyncio.to_thread(usage.record, self.db, agent, provider=turn.settings.provider, model=model,
+                                usage=used, run_id=run_id, session_key=turn.session.session_key)
 
     def _store(self, agent: Agent, session_key: str, role: str, text: str, sender_id: str | None) -> None:
         with self.db.transaction() as tx:

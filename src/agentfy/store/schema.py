@@ -490,10 +490,17 @@ usage_snapshots = sa.Table(
     sa.Column("input_tokens", sa.Integer, nullable=False),
     sa.Column("output_tokens", sa.Integer, nullable=False),
     sa.Column("recorded_at", sa.Text, nullable=False),
+    sa.Column("cached_tokens", sa.Integer, nullable=True,
+              comment="prompt tokens the provider served from its cache; NULL when it does not say"),
+    sa.Column("provider", sa.Text, nullable=True, comment="the agent's config.model.provider (offline, openai)"),
+    sa.Column("run_id", sa.Text, nullable=True, comment="the run that made the call (16 hex); a run makes one "
+              "call per round of tool calls"),
+    sa.Column("session_key", sa.Text, nullable=True, comment="the session the run belongs to"),
     id_check("tenant_id"),
     id_check("agent_id"),
     sa.Index("ix_usage_snapshots_agent_id", "agent_id"),
     sa.Index("ix_usage_snapshots_tenant_id", "tenant_id"),
+    sa.Index("ix_usage_snapshots_tenant_id_recorded_at", "tenant_id", "recorded_at"),
 )
 
 

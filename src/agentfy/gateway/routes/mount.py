@@ -42,6 +42,7 @@ from agentfy.gateway.routes import (
     sessions,
     skills,
     teams,
+    usage,
     vault,
     ws,
 )
@@ -50,7 +51,7 @@ from agentfy.permissions.access import RULES
 ROUTERS: Final[tuple[APIRouter, ...]] = (
     agents.router, sessions.router, memory.router, knowledge.router, teams.router, orgs.router, skills.router,
     cron.router, links.router, grants.router, vault.router, ids.router, heartbeat.router, channels.router,
-    chat.router, ws.router,
+    usage.router, chat.router, ws.router,
 )
 
 

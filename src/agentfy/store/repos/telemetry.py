@@ -1,4 +1,4 @@
-"""Telemetry: traces, spans and usage snapshots.
+"""Telemetry: traces, spans and usage snapshots (one row per model call: what each agent costs).
 
 These tables are append-only and high-volume, so they have no foreign keys; the insert path is the
 defence instead.  A missing tenant or agent ID (``None`` or ``""``) becomes SQL NULL, and anything else
@@ -8,12 +8,15 @@ placeholder ID.  Batch inserts validate every row first (the error names ``spans
 
 Inserts are not tenant-scoped (the exporter writes for every tenant) and are idempotent on the
 OpenTelemetry ID: a re-delivered span or trace is ignored.  Reads are tenant-scoped: they take the
-``Scope`` and see only its rows.
+``Scope`` and see only its rows.  :func:`usage_by_agent_day` sums the usage snapshots per agent, UTC day and
+model in SQL (``GROUP BY``, the same statement on both engines: ``recorded_at`` is ISO-8601 text, so its first
+ten characters are the day).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -27,7 +30,7 @@ from agentfy.store.errors import InvalidInputError, NotFoundError
 from agentfy.store.inputs import check_text
 from agentfy.store.repos._batch import check_json
 from agentfy.store.repos._common import load_json
-from agentfy.store.schema import spans, traces, usage_snapshots
+from agentfy.store.schema import agents, spans, traces, usage_snapshots
 from agentfy.store.sql import insert
 
 NAME_MAX_LENGTH: Final = 500
@@ -53,6 +56,7 @@ _INSERT_SPAN: Final = _insert_ignoring_duplicates(
     spans, ["span_id", "trace_id", "tenant_id", "agent_id", "name", "started_at", "duration_ms", "attributes"],
     "span_id")
 _INSERT_USAGE: Final = insert(usage_snapshots, ["tenant_id", "agent_id", "model", "input_tokens", "output_tokens",
+                                                "cached_tokens", "provider", "run_id", "session_key",
                                                 "recorded_at"])
 
 _TRACE_COLUMNS: Final = (traces.c.trace_id, traces.c.tenant_id, traces.c.agent_id, traces.c.name,
@@ -113,7 +117,8 @@ class SpanRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UsageRecord:
-    """Tokens used by one model call; ``recorded_at`` defaults to now."""
+    """Tokens used by one model call; ``recorded_at`` defaults to now.  ``cached_tokens``: the prompt tokens
+    the provider served from its cache, ``None`` when it does not report them (not 0: unknown is not none)."""
 
     model: str
     input_tokens: int
@@ -121,6 +126,10 @@ class UsageRecord:
     tenant_id: str | None = None
     agent_id: str | None = None
     recorded_at: str | None = None
+    cached_tokens: int | None = None
+    provider: str | None = None
+    run_id: str | None = None
+    session_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +217,10 @@ def _span_row(span: SpanRecord, field: str) -> dict[str, Any]:
     }
 
 
+def _optional_text(value: str | None, field: str, max_length: int) -> str | None:
+    return None if value is None else check_text(value, field, max_length=max_length)
+
+
 def _usage_row(usage: UsageRecord, field: str, stamp: str) -> dict[str, Any]:
     return {
         "tenant_id": optional_id(usage.tenant_id, "org", f"{field}tenant_id"),
@@ -215,6 +228,11 @@ def _usage_row(usage: UsageRecord, field: str, stamp: str) -> dict[str, Any]:
         "model": check_text(usage.model, f"{field}model", max_length=200),
         "input_tokens": _count(usage.input_tokens, f"{field}input_tokens"),
         "output_tokens": _count(usage.output_tokens, f"{field}output_tokens"),
+        "cached_tokens": None if usage.cached_tokens is None else _count(usage.cached_tokens,
+                                                                         f"{field}cached_tokens"),
+        "provider": _optional_text(usage.provider, f"{field}provider", 50),
+        "run_id": _optional_text(usage.run_id, f"{field}run_id", 64),
+        "session_key": _optional_text(usage.session_key, f"{field}session_key", 500),
         "recorded_at": stamp if usage.recorded_at is None else check_text(usage.recorded_at, f"{field}recorded_at",
                                                                            max_length=40),
     }
@@ -303,3 +321,75 @@ def usage_for_agent(tx: Tx, scope: Scope, agent_id: str, *, limit: int = DEFAULT
               "limit": _limit(limit)}
     return [UsageSnapshot(int(r[0]), r[1], r[2], r[3], int(r[4]), int(r[5]), r[6])
             for r in tx.all(_USAGE_OF_AGENT, params)]
+
+
+@dataclass(frozen=True, slots=True)
+class UsageDay:
+    """One agent's usage of one model on one UTC day (``day``: ``YYYY-MM-DD``).  ``agent_key``: the agent's
+    current key, ``None`` once it is deleted (or for usage of no agent).  ``cached_tokens`` is ``None`` when no
+    call of the group reported it; ``calls`` is the number of model calls."""
+
+    agent_id: AgentId | None
+    agent_key: str | None
+    day: str
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int | None
+
+
+_DAY: Final = sa.func.substr(usage_snapshots.c.recorded_at, 1, 10).label("day")
+#: The open ends of a range of days: every ``YYYY-MM-DD`` sorts between them.
+_FIRST_DAY: Final = "0000-00-00"
+_LAST_DAY: Final = "9999-99-99"
+
+
+def _usage_by_day(one_agent: bool) -> sa.Select[Any]:
+    c, a = usage_snapshots.c, agents.c
+    # The agent's current key, from a live agent of the same tenant (no FK: the usage outlives its agent).
+    live = sa.and_(a.id == c.agent_id, a.tenant_id == c.tenant_id, a.deleted_at.is_(None))
+    where = [c.tenant_id == sa.bindparam("tenant_id"), c.recorded_at >= sa.bindparam("since"),
+             sa.func.substr(c.recorded_at, 1, 10) <= sa.bindparam("until")]
+    if one_agent:
+        where.append(c.agent_id == sa.bindparam("agent_id"))
+    return (sa.select(c.agent_id, a.agent_key, _DAY, c.model, sa.func.count(), sa.func.sum(c.input_tokens),
+                      sa.func.sum(c.output_tokens), sa.func.sum(c.cached_tokens))
+            .select_from(usage_snapshots.outerjoin(agents, live))
+            .where(*where)
+            .group_by(c.agent_id, a.agent_key, _DAY, c.model)
+            .order_by(_DAY.desc(), c.agent_id, c.model)
+            .limit(sa.bindparam("limit")))
+
+
+_USAGE_BY_DAY: Final = _usage_by_day(False)
+_USAGE_OF_AGENT_BY_DAY: Final = _usage_by_day(True)
+
+
+#: A UTC day as ``usage_by_agent_day`` takes it: ``YYYY-MM-DD``, month 01-12, day 01-31.  Compared as text with
+#: ``recorded_at`` (ISO-8601), so a day past a month's end (``02-31``) is simply after its last day.
+DAY_PATTERN: Final = r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])$"
+_DAY_SHAPE: Final = re.compile(DAY_PATTERN)
+
+
+def _day(value: str | None, field: str) -> str | None:
+    if value is None:
+        return None
+    if type(value) is not str or not _DAY_SHAPE.fullmatch(value):
+        raise InvalidInputError(f"invalid {field} {value!r}: expected a day YYYY-MM-DD", field=field, value=value)
+    return value
+
+
+def usage_by_agent_day(tx: Tx, scope: Scope, *, agent_id: str | None = None, since: str | None = None,
+                       until: str | None = None, limit: int = DEFAULT_LIMIT) -> list[UsageDay]:
+    """The tenant's usage summed per agent, UTC day and model, newest day first; ``agent_id`` narrows it to
+    one agent, ``since``/``until`` (``YYYY-MM-DD``, both included) to a range of days.  Usage with no agent
+    (``agent_id`` NULL) is its own group.  Another tenant's rows never count."""
+    params: dict[str, Any] = {"tenant_id": scope.tenant_id, "since": _day(since, "since") or _FIRST_DAY,
+                              "until": _day(until, "until") or _LAST_DAY, "limit": _limit(limit)}
+    statement = _USAGE_BY_DAY
+    if agent_id is not None:
+        params["agent_id"] = parse_id(agent_id, "agent", field="agent_id")
+        statement = _USAGE_OF_AGENT_BY_DAY
+    return [UsageDay(r[0], r[1], r[2], r[3], int(r[4]), int(r[5]), int(r[6]), None if r[7] is None else int(r[7]))
+            for r in tx.all(statement, params)]

@@ -1,0 +1,68 @@
+"""What each model call costs: one ``usage_snapshots`` row per call, and this process's token counters.
+
+A run calls the model once per round of tool calls; after each call with reported usage the runtime records a
+row (tenant, the agent's real ID, the model, the provider, the run and its session, prompt/completion/cached
+tokens) in its own short transaction, right after the call (the model call runs with no transaction open).
+Recording is bookkeeping, never part of the answer: a failed write is logged and the run goes on.
+
+:class:`TokenCounters` are the totals ``/metrics`` exports (``agentfy_model_tokens``), labelled by provider
+and kind only.  Not by tenant or agent: those are unbounded (every organization and agent would be new
+series), and the per-agent figures are in the table, read through ``GET /v1/usage`` and ``agentfy usage``.
+Not by model either: the model name is free text an operator configures, so it is unbounded too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Final, Literal
+
+from agentfy.runtime.model import Usage
+from agentfy.store.db import Database
+from agentfy.store.repos import telemetry
+from agentfy.store.repos.agents import Agent
+
+logger: Final = logging.getLogger("agentfy.runtime.usage")
+
+TokenKind = Literal["prompt", "completion", "cached"]
+KINDS: Final[tuple[TokenKind, ...]] = ("prompt", "completion", "cached")
+
+
+class TokenCounters:
+    """Tokens of every model call of this process, by ``(provider, kind)``; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._totals: dict[tuple[str, TokenKind], int] = {}
+
+    def add(self, provider: str, usage: Usage) -> None:
+        with self._lock:
+            counts: tuple[tuple[TokenKind, int | None], ...] = (
+                ("prompt", usage.prompt_tokens), ("completion", usage.completion_tokens),
+                ("cached", usage.cached_tokens))
+            for kind, n in counts:
+                if n is not None:
+                    key = (provider, kind)
+                    self._totals[key] = self._totals.get(key, 0) + n
+
+    def snapshot(self) -> dict[tuple[str, TokenKind], int]:
+        """The totals so far (a copy)."""
+        with self._lock:
+            return dict(self._totals)
+
+
+def record(db: Database, agent: Agent, *, provider: str, model: str, usage: Usage, run_id: str,
+           session_key: str) -> bool:
+    """Store one call's usage for ``agent`` (its tenant and ID); ``False`` (and a log line) when the write
+    failed — the caller's run goes on."""
+    row = telemetry.UsageRecord(model=model, input_tokens=usage.prompt_tokens,
+                                output_tokens=usage.completion_tokens, cached_tokens=usage.cached_tokens,
+                                tenant_id=agent.tenant_id, agent_id=agent.id, provider=provider, run_id=run_id,
+                                session_key=session_key)
+    try:
+        with db.transaction() as tx:
+            telemetry.record_usage(tx, row)
+    except Exception:
+        logger.exception("runtime.usage_not_recorded", extra={"agent_id": agent.id, "run_id": run_id})
+        return False
+    return True
