@@ -48,7 +48,7 @@ from agentfy.ids import format_id
 from agentfy.settings import load_settings
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, orgs
-from tests.gateway.contract_rules import positive_data_acceptance
+from tests.gateway.contract_rules import ensure_resource_availability, positive_data_acceptance
 
 MAX_EXAMPLES = 4
 CROSS_TENANT_EXAMPLES = 2
@@ -64,7 +64,7 @@ CHECKS = [checks.not_a_server_error, checks.status_code_conformance, checks.cont
           checks.response_schema_conformance, checks.response_headers_conformance,
           checks.negative_data_rejection, positive_data_acceptance, checks.missing_required_header,
           checks.unsupported_method, checks.allow_header_conformance, checks.ignored_auth,
-          checks.use_after_free, checks.ensure_resource_availability]
+          checks.use_after_free, ensure_resource_availability]
 
 
 @dataclass
