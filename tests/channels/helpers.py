@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from agentfy.channels.state import ChannelState
 from agentfy.runtime.inbound import Inbound, Reply
+from agentfy.runtime.model import TextSink
 
 TELEGRAM_API = "http://telegram.fake"
 DISCORD_API = "http://discord.fake/api/v10"
@@ -24,7 +25,7 @@ class FakeRuntime:
     received: list[Inbound] = field(default_factory=list)
     answer: str | None = "echo"
 
-    async def __call__(self, inbound: Inbound) -> Reply:
+    async def __call__(self, inbound: Inbound, *, on_text: TextSink | None = None) -> Reply:
         self.received.append(inbound)
         text = None if self.answer is None else f"{self.answer}: {inbound.text}"
         return Reply(text=text, session_key=f"{inbound.tenant_id}:{inbound.agent_key}:{inbound.conversation}")

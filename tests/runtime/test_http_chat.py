@@ -116,9 +116,13 @@ def test_the_websocket_sends_through_the_same_code_and_publishes_run_events(clie
             received.append(message)
         assert message["error"]["status"] == 404
     events = [m for m in received if "event" in m]
-    assert [e["event"] for e in events] == ["agent.run.started", "agent.replied", "agent.run.finished"]
+    deltas = [e for e in events if e["event"] == "agent.run.delta"]
+    assert [e["event"] for e in events if e not in deltas] == ["agent.run.started", "agent.replied",
+                                                               "agent.run.finished"]
     assert {e["agent"]["agent_key"] for e in events} == {"bot"}
-    assert all("hi ws" not in str(e) for e in events)  # the conversation's text never goes to subscribers
+    # The reply streams to the person whose conversation it is: the pieces join to the reply.
+    assert "".join(e["run"]["text"] for e in deltas) == "@bot heard: hi ws"
+    assert all("hi ws" not in str(e) for e in events if e not in deltas)  # no other event carries the text
 
 
 def test_two_tenants_same_key_same_conversation_over_http(client: TestClient, world: dict[str, object]) -> None:

@@ -10,7 +10,7 @@ import pytest
 from agentfy.agents.router import Router
 from agentfy.identity.context import current
 from agentfy.permissions.channels import http_context, telegram_context
-from agentfy.runtime.model import ModelRequest, ModelResponse
+from agentfy.runtime.model import ModelRequest, ModelResponse, TextSink
 from agentfy.runtime.offline import OfflineProvider
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
@@ -32,7 +32,14 @@ def test_a_dm_is_answered_and_both_messages_are_stored(db: Database, runtime: Ru
     assert session.agent_id == acme.bot.id and session.user_id == "1001"  # the SCOPE of a DM is the sender
     assert [(m.role, m.sender_id, m.content) for m in stored] == [
         ("user", "1001", "hello there"), ("assistant", None, "@bot heard: hello there")]
-    assert events.names() == ["agent.run.started", "agent.replied", "agent.run.finished"]
+    names = events.names()
+    assert [n for n in names if n != "agent.run.delta"] == ["agent.run.started", "agent.replied",
+                                                            "agent.run.finished"]
+    deltas = [e for _, e in events.events if e.name == "agent.run.delta"]
+    # The reply streams as deltas, between the start and the reply, for the DM's scope only.
+    assert names.index("agent.replied") > names.index("agent.run.delta") > names.index("agent.run.started")
+    assert "".join((e.run or {})["text"] for e in deltas) == reply.text
+    assert {e.scope_user_id for e in deltas} == {"1001"}
     assert {e.agent_key for _, e in events.events} == {"bot"} and {t for t, _ in events.events} == {acme.id}
 
 
@@ -87,7 +94,7 @@ class GatedModel:
         self.most_active = 0
         self.contexts: list[tuple[str | None, str | None]] = []
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelResponse:
         self.active += 1
         self.most_active = max(self.most_active, self.active)
         self.contexts.append((current().agent_id, current().sender_id))

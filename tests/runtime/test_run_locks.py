@@ -14,7 +14,7 @@ import pytest
 from agentfy.agents.router import Router
 from agentfy.permissions.channels import telegram_context
 from agentfy.runtime.inbound import Reply
-from agentfy.runtime.model import ModelRequest, ModelResponse
+from agentfy.runtime.model import ModelRequest, ModelResponse, TextSink
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
 from agentfy.store.db import Database
@@ -36,7 +36,7 @@ class TimedModel:
         self.release = asyncio.Event()
         self.release.set()
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelResponse:
         started = time.monotonic()
         text = request.messages[-1].content
         self.checked_out.extend(db.pool.checked_out for db in self.pools.values())

@@ -9,8 +9,9 @@ place of either.
 The events live here, beside the runtime that publishes the run events, and below the gateway: the gateway's
 broadcaster (:mod:`agentfy.gateway.rpc.broadcast`) delivers them to the tenant's WebSocket subscribers and
 makes the ``agent.*`` change events from the change feed; the runtime only needs somewhere to publish
-(:class:`RunEvents`).  Run events carry the run's ID and a tool's name, never the text or the scope of the
-conversation: every member of the tenant may subscribe, and a conversation belongs to its scope.  Publishing
+(:class:`RunEvents`).  Run events carry the run's ID and a tool's name, never the scope of the conversation,
+and its text only in ``agent.run.delta``, which reaches only the subscribers who may read the conversation:
+every member of the tenant may subscribe, and a conversation belongs to its scope.  Publishing
 never fails a run (a bad event is logged and dropped).
 """
 
@@ -39,7 +40,10 @@ RUN_STARTED: Final = "agent.run.started"
 TOOL_CALLED: Final = "agent.tool.called"
 REPLIED: Final = "agent.replied"
 RUN_FINISHED: Final = "agent.run.finished"
-RUN_EVENTS: Final = (RUN_STARTED, TOOL_CALLED, REPLIED, RUN_FINISHED)
+#: A piece of the reply as the model streams it (``run.text``).  It carries conversation text, so it reaches
+#: only subscribers who may read the run's conversation: the event's ``scope_user_id`` says whose it is.
+RUN_DELTA: Final = "agent.run.delta"
+RUN_EVENTS: Final = (RUN_STARTED, TOOL_CALLED, RUN_DELTA, REPLIED, RUN_FINISHED)
 
 #: One event as a WebSocket message (JSON).
 Message = dict[str, Any]
@@ -55,6 +59,9 @@ class AgentEvent:
     tenant_slug: TenantSlug
     previous_key: AgentKey | None = None
     run: dict[str, str] | None = None
+    #: The SCOPE of the run's conversation, on events that carry its text (``agent.run.delta``): the
+    #: deliverer gives them only to subscribers who may read that scope's conversations.  Never sent.
+    scope_user_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.name not in AGENT_EVENTS and self.name not in RUN_EVENTS:
@@ -90,10 +97,13 @@ class NoEvents:
         return 0
 
 
-def emit(sink: RunEvents, name: str, agent: Agent, tenant_slug: str, run: dict[str, str]) -> None:
-    """Publish one run event of ``agent`` to its tenant's subscribers."""
+def emit(sink: RunEvents, name: str, agent: Agent, tenant_slug: str, run: dict[str, str], *,
+         scope_user_id: str | None = None) -> None:
+    """Publish one run event of ``agent`` to its tenant's subscribers (``scope_user_id``: see
+    :attr:`AgentEvent.scope_user_id`)."""
     try:
-        event = AgentEvent(name, agent.id, agent.agent_key, TenantSlug(tenant_slug), run=run)
+        event = AgentEvent(name, agent.id, agent.agent_key, TenantSlug(tenant_slug), run=run,
+                           scope_user_id=scope_user_id)
         sink.publish(agent.tenant_id, event)
     except Exception:  # an event is a courtesy; the run goes on
         logger.exception("runtime.event_failed", extra={"event_name": name})

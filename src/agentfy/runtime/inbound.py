@@ -17,6 +17,7 @@ from typing import Final, Protocol
 from agentfy.identity import AgentKey
 from agentfy.identity.context import RequestContext
 from agentfy.identity.ids import OrgId
+from agentfy.runtime.model import TextSink, Usage
 
 #: A message has something to say: at least one character that is not white space as Python's ``str.isspace``
 #: knows it (which includes the separators U+001C-U+001F and U+0085, unlike a regular expression's ``\s``).  The
@@ -54,13 +55,20 @@ class Inbound:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """What the agent answered, and the session it was recorded in (``None`` when nothing was said)."""
+    """What the agent answered, and the session it was recorded in (``text`` ``None`` when nothing was said).
+
+    ``text`` is everything the person was shown: the text of every model call of the run, in order, separated
+    by a blank line (a model may say something before it calls a tool), so a stream's pieces join to exactly
+    ``text``.  ``usage``: the run's tokens summed over its model calls (``None`` when no call reported any).
+    """
 
     text: str | None
     session_key: str
+    usage: Usage | None = None
 
 
 class MessageHandler(Protocol):
-    """The runtime's entry point as channels see it."""
+    """The runtime's entry point as channels see it: ``on_text``, when given, receives the reply's text as
+    the model streams it (the pieces join to the reply's ``text``)."""
 
-    def __call__(self, inbound: Inbound) -> Awaitable[Reply]: ...
+    def __call__(self, inbound: Inbound, *, on_text: TextSink | None = None) -> Awaitable[Reply]: ...

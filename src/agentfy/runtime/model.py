@@ -8,7 +8,7 @@ configuration only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol
 
@@ -84,13 +84,25 @@ class ModelResponse:
 
 class ModelError(RuntimeError):
     """The model could not answer (unreachable, refused the credential, malformed answer).  Its message is
-    shown to the person, so it never carries a secret."""
+    shown to the person, so it never carries a secret.  ``timed_out``: the model did not answer in time (the
+    API's 504, where every other model failure is a 502)."""
+
+    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+#: Where a streaming provider sends the answer's text as it arrives: each call one piece, in order, and their
+#: concatenation is the response's ``text``.  Awaited, so a slow consumer slows the stream and never loses a
+#: piece.  A provider that cannot stream calls it once with the whole text (or not at all when there is none).
+TextSink = Callable[[str], Awaitable[None]]
 
 
 class ModelProvider(Protocol):
-    """A chat model behind one method."""
+    """A chat model behind one method: ``complete`` returns the whole answer and, when ``on_text`` is given,
+    streams its text there first."""
 
-    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+    async def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelResponse: ...
 
 
 def estimate_tokens(system_prompt: str, messages: Sequence[ChatMessage]) -> int:

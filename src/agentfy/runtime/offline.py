@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Final
 
-from agentfy.runtime.model import ChatMessage, ModelRequest, ModelResponse, ToolCall, estimate_usage
+from agentfy.runtime.model import ChatMessage, ModelRequest, ModelResponse, TextSink, ToolCall, estimate_usage
 
 TOOL_COMMAND: Final = "/tool"
 TOOL_SYNTAX: Final = "/tool NAME [key=value ...] (values may be quoted: content=\"two words\")"
@@ -80,13 +80,22 @@ class OfflineProvider:
         self.requests: list[ModelRequest] = []  # what it was asked, for tests and debugging
         self.keep_requests = False
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelResponse:
         if self.keep_requests:
             self.requests.append(request)
         response = self.script.popleft() if self.script else answer(request)
         if response.usage is None:  # it has no tokenizer: an honest estimate (model.estimate_usage)
             response = replace(response, usage=estimate_usage(request, response))
+        if on_text is not None and response.text:
+            for piece in stream_pieces(response.text):
+                await on_text(piece)
         return response
+
+
+def stream_pieces(text: str) -> list[str]:
+    """``text`` as a stream would bring it: word by word, each piece keeping the white space before the next
+    word, so the pieces join back to ``text`` exactly."""
+    return re.findall(r"\s*\S+\s*|\s+", text) if text else []
 
 
 def answer(request: ModelRequest) -> ModelResponse:

@@ -16,7 +16,16 @@ from typing import Any, Final
 
 import httpx
 
-from agentfy.runtime.model import ChatMessage, ModelError, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
+from agentfy.runtime.model import (
+    ChatMessage,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    TextSink,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 
 DEFAULT_TIMEOUT_SECONDS: Final = 60.0
 
@@ -35,7 +44,7 @@ class OpenAICompatibleProvider:
     def __repr__(self) -> str:  # never the key
         return f"OpenAICompatibleProvider(base_url={self.base_url!r}, model={self.model!r})"
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
+    async def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelResponse:
         body = request_body(self.model, request)
         headers = {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         url = f"{self.base_url}/chat/completions"
@@ -45,14 +54,20 @@ class OpenAICompatibleProvider:
             else:
                 async with httpx.AsyncClient() as client:
                     response = await client.post(url, json=body, headers=headers, timeout=self._timeout)
+        except httpx.TimeoutException as error:
+            raise ModelError(f"the model at {self.base_url} did not answer in time ({type(error).__name__})",
+                             timed_out=True) from None
         except httpx.HTTPError as error:
             raise ModelError(f"the model at {self.base_url} is unreachable ({type(error).__name__})") from None
         if response.status_code != 200:
             raise ModelError(f"the model at {self.base_url} answered HTTP {response.status_code}")
         try:
-            return parse_response(response.json())
+            answer = parse_response(response.json())
         except (ValueError, KeyError, IndexError, TypeError):
             raise ModelError(f"the model at {self.base_url} sent an answer that is not a chat completion") from None
+        if on_text is not None and answer.text:
+            await on_text(answer.text)
+        return answer
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:

@@ -52,11 +52,28 @@ from agentfy.permissions.propagation import (
     teammate_dispatch,
 )
 from agentfy.runtime import conversation, prompting, usage
-from agentfy.runtime.events import REPLIED, RUN_FINISHED, RUN_STARTED, TOOL_CALLED, NoEvents, RunEvents, emit
+from agentfy.runtime.events import (
+    REPLIED,
+    RUN_DELTA,
+    RUN_FINISHED,
+    RUN_STARTED,
+    TOOL_CALLED,
+    NoEvents,
+    RunEvents,
+    emit,
+)
 from agentfy.runtime.flush import DEFAULT_FLUSH_RATIO, flush
 from agentfy.runtime.inbound import EMPTY_TEXT_PROBLEM, Inbound, Reply, has_visible_text
 from agentfy.runtime.locks import ConversationLocks
-from agentfy.runtime.model import ChatMessage, ModelProvider, ModelRequest, ToolCall, Usage, estimate_tokens
+from agentfy.runtime.model import (
+    ChatMessage,
+    ModelProvider,
+    ModelRequest,
+    TextSink,
+    ToolCall,
+    Usage,
+    estimate_tokens,
+)
 from agentfy.runtime.providers import ModelSettings, Providers
 from agentfy.runtime.toolbox import TOOLS, run_tool
 from agentfy.runtime.tools import ToolEnv
@@ -68,6 +85,8 @@ from agentfy.store.repos.sessions import MESSAGE_MAX_LENGTH, Session
 logger: Final = logging.getLogger("agentfy.runtime")
 
 Outbound = Callable[[Inbound, Reply], Awaitable[None]]
+#: Between the texts of two model calls of one run (a model may say something before it calls a tool).
+ROUND_SEPARATOR: Final = "\n\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +144,9 @@ class Runtime:
         self._locks.close()
 
     # -- the entry point ------------------------------------------------------------------------------------
-    async def __call__(self, inbound: Inbound) -> Reply:
-        """Run one message and return the reply (see the module docstring).
+    async def __call__(self, inbound: Inbound, *, on_text: TextSink | None = None) -> Reply:
+        """Run one message and return the reply (see the module docstring); ``on_text`` receives the reply's
+        text as the model streams it (each piece is also an ``agent.run.delta`` event).
 
         Raises ``ValueError`` for a message whose context is not of its tenant or whose text is empty or too
         long (nothing is stored), ``NotFoundError`` for an agent that is not the tenant's,
@@ -141,7 +161,7 @@ class Runtime:
             base_key = conversation.conversation_key(agent, context.user_id, inbound.conversation)
             async with self._locks.hold((agent.tenant_id, agent.id, base_key)):
                 with loop.run():
-                    return await self._run(inbound, agent, context, base_key)
+                    return await self._run(inbound, agent, context, base_key, on_text)
 
     def _check(self, inbound: Inbound) -> None:
         tenant = parse_id(inbound.tenant_id, "org", field="tenant_id")
@@ -161,7 +181,8 @@ class Runtime:
         return await asyncio.to_thread(self.router.get, inbound.context, inbound.agent_key)
 
     # -- one run ----------------------------------------------------------------------------------------------
-    async def _run(self, inbound: Inbound, agent: Agent, context: RequestContext, base_key: str) -> Reply:
+    async def _run(self, inbound: Inbound, agent: Agent, context: RequestContext, base_key: str,
+                   on_text: TextSink | None) -> Reply:
         run_id = secrets.token_hex(8)
         turn = await asyncio.to_thread(self._begin, agent, context, base_key, inbound.text)
         emit(self.events, RUN_STARTED, agent, turn.tenant_slug, {"id": run_id})
@@ -171,13 +192,13 @@ class Runtime:
                                                                       "agentfy.channel": inbound.channel})
         try:
             with traced:
-                text = await self._converse(inbound, agent, context, turn, run_id)
+                text, used = await self._converse(inbound, agent, context, turn, run_id, on_text=on_text)
                 if text is not None:
                     await asyncio.to_thread(self._store, agent, turn.session.session_key, "assistant", text, None)
                     emit(self.events, REPLIED, agent, turn.tenant_slug, {"id": run_id})
         finally:
             emit(self.events, RUN_FINISHED, agent, turn.tenant_slug, {"id": run_id})
-        return Reply(text=text, session_key=turn.session.session_key)
+        return Reply(text=text, session_key=turn.session.session_key, usage=used)
 
     def _begin(self, agent: Agent, context: RequestContext, base_key: str, text: str) -> _Turn:
         """Worker thread: the session (picked or opened), the history (flushed to memory first when it nears
@@ -207,19 +228,28 @@ class Runtime:
         return slug
 
     async def _converse(self, inbound: Inbound, agent: Agent, context: RequestContext, turn: _Turn,
-                        run_id: str) -> str | None:
-        """The model, and the tools it asks for, until it answers without tools (or the rounds run out)."""
+                        run_id: str, *, on_text: TextSink | None) -> tuple[str | None, Usage | None]:
+        """The model, and the tools it asks for, until it answers without tools (or the rounds run out).
+
+        Returns the reply's text — every round's text, a blank line between (see
+        :class:`~agentfy.runtime.inbound.Reply`) — and the run's summed usage."""
         env = ToolEnv(self.db, agent, turn.tenant_slug, self.workspace_root, context, inbound.channel,
                       inbound.conversation, self)
         specs = [tool.spec for tool in TOOLS.values()]
         messages = turn.messages
+        shown = _Shown(self.events, agent, turn.tenant_slug, run_id, scope_user_id=context.user_id,
+                       on_text=on_text)
+        used: Usage | None = None
         for _ in range(self.settings.max_tool_rounds + 1):
             prompt = prompting.system_prompt(agent, turn.tenant_slug, self.workspace_root, turn.session.session_key)
-            response = await turn.provider.complete(ModelRequest(prompt, list(messages), specs, agent.agent_key))
+            response = await turn.provider.complete(ModelRequest(prompt, list(messages), specs, agent.agent_key),
+                                                    on_text=shown.piece)
             if response.usage is not None:
+                used = usage.add(used, response.usage)
                 await self._count(agent, turn, response.usage, run_id)
+            await shown.end_round(response.text)
             if not response.tool_calls:
-                return response.text
+                return shown.text(), used
             messages.append(ChatMessage("assistant", response.text or "", response.tool_calls))
             for call in response.tool_calls:
                 emit(self.events, TOOL_CALLED, agent, turn.tenant_slug, {"id": run_id, "tool": call.name})
@@ -227,7 +257,8 @@ class Runtime:
                 messages.append(ChatMessage("tool", result, tool_call_id=call.id))
                 await asyncio.to_thread(self._store, agent, turn.session.session_key, "tool",
                                         _tool_record(call, result), None)
-        return f"(stopped after {self.settings.max_tool_rounds} rounds of tool calls)"
+        await shown.end_round(f"(stopped after {self.settings.max_tool_rounds} rounds of tool calls)")
+        return shown.text(), used
 
     async def _count(self, agent: Agent, turn: _Turn, used: Usage, run_id: str) -> None:
         """Count the call's tokens and record its usage row (a failed write is logged, the run goes on)."""
@@ -329,6 +360,48 @@ class Runtime:
         """Until every background task (subagents, delegates, their announcements) has finished."""
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
+
+
+class _Shown:
+    """What the person has been shown of one run's reply: the streamed pieces, with a blank line between
+    rounds that both said something, so the pieces join to exactly :meth:`text`.  Each piece goes to the
+    surface's ``on_text`` and, as an ``agent.run.delta`` event, to the subscribers who may read the
+    conversation (the event carries the run's scope for that check)."""
+
+    def __init__(self, events: RunEvents, agent: Agent, tenant_slug: str, run_id: str, *,
+                 scope_user_id: str | None, on_text: TextSink | None) -> None:
+        self._events, self._agent, self._slug, self._run_id = events, agent, tenant_slug, run_id
+        self._scope = scope_user_id
+        self._on_text = on_text
+        self._parts: list[str] = []
+        self._round: list[str] = []
+
+    async def piece(self, text: str) -> None:
+        """One piece of the current round's text (the provider's ``on_text``)."""
+        if not text:
+            return
+        if not self._round and self._parts:
+            await self._send(ROUND_SEPARATOR)
+        self._round.append(text)
+        await self._send(text)
+
+    async def end_round(self, text: str | None) -> None:
+        """The round's whole text as the provider returned it: a provider that did not stream it is shown
+        now, so every surface sees every round."""
+        if text and not self._round:
+            await self.piece(text)
+        if self._round:
+            self._parts.append("".join(self._round))
+        self._round = []
+
+    def text(self) -> str | None:
+        return ROUND_SEPARATOR.join(self._parts) if self._parts else None
+
+    async def _send(self, text: str) -> None:
+        emit(self._events, RUN_DELTA, self._agent, self._slug, {"id": self._run_id, "text": text},
+             scope_user_id=self._scope)
+        if self._on_text is not None:
+            await self._on_text(text)
 
 
 def _tool_record(call: ToolCall, result: str) -> str:

@@ -66,3 +66,13 @@ def record(db: Database, agent: Agent, *, provider: str, model: str, usage: Usag
         logger.exception("runtime.usage_not_recorded", extra={"agent_id": agent.id, "run_id": run_id})
         return False
     return True
+
+
+def add(total: Usage | None, more: Usage) -> Usage:
+    """``total`` plus one more call's tokens (the run's usage).  Cached tokens stay unknown (``None``) only
+    while no call reported them: a known count is never turned into "unknown" by a call that did not say."""
+    if total is None:
+        return more
+    cached = None if total.cached_tokens is None and more.cached_tokens is None else (
+        (total.cached_tokens or 0) + (more.cached_tokens or 0))
+    return Usage(total.prompt_tokens + more.prompt_tokens, total.completion_tokens + more.completion_tokens, cached)

@@ -73,6 +73,9 @@ class Subscriber:
         self._ready = asyncio.Event()
         self._dropped = 0
         self.tenant_id: str | None = None  # set by Broadcaster.subscribe
+        #: The person the connection acts as (``None``: a key of no person): events that carry a conversation's
+        #: text reach the subscriber only when that conversation's scope is this person.
+        self.user_id: str | None = None
         self.marker: str | None = None  # while pending: the token of the feed marker it waits for
 
     def deliver(self, message: Message) -> None:
@@ -178,6 +181,8 @@ class Broadcaster:
         """Deliver ``event`` to the subscribers of ``tenant_id`` only; returns how many there were."""
         with self._lock:
             members = tuple(self._subscribers.get(tenant_id, ()))
+        if event.scope_user_id is not None:  # conversation text: only for whom the conversation is
+            members = tuple(s for s in members if s.user_id == event.scope_user_id)
         if members:
             message = event.message()
             for subscriber in members:

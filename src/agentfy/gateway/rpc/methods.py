@@ -105,6 +105,7 @@ def sign(call: Call, params: SignParams) -> dict[str, Any]:
 
 def subscribe(call: Call, _: NoParams) -> dict[str, Any]:
     """Agent events of the principal's tenant (and only those) are pushed to this connection."""
+    call.subscriber.user_id = call.who.user_id
     broadcaster_for(call.gateway.db).subscribe(call.who.tenant_id, call.tenant_slug, call.subscriber)
     return {"subscribed": True, "tenant_slug": call.tenant_slug, "events": [*AGENT_EVENTS, *RUN_EVENTS]}
 
