@@ -386,7 +386,7 @@ def test_jsonrpc_member_and_missing_params_are_fine(client: TestClient, acme: Te
 def subscribed(rpc: Rpc, slug: str) -> Rpc:
     assert rpc.result("subscribe") == {"subscribed": True, "tenant_slug": slug, "events": [
         "agent.created", "agent.updated", "agent.renamed", "agent.deleted",
-        "agent.run.started", "agent.tool.called", "agent.replied", "agent.run.finished"]}
+        "agent.run.started", "agent.tool.called", "agent.run.delta", "agent.replied", "agent.run.finished"]}
     return rpc
 
 
