@@ -12,12 +12,13 @@ retries, timeouts, streaming and disconnects are the real protocol, not a mocked
 
 Each request takes the next scripted answer (:meth:`FakeOpenAI.script` appends).  A :class:`Completion` is
 served as one JSON chat completion, or — when the request says ``"stream": true`` — as server-sent events
-(``data: {chunk}\\n\\n`` … ``data: [DONE]\\n\\n``): one chunk per text piece, the tool calls in fragments (id
+(``data: {chunk}\n\n`` … ``data: [DONE]\n\n``): one chunk per text piece, the tool calls in fragments (id
 and name first, then the arguments in two pieces), then a usage chunk when the request asked for it
 (``stream_options.include_usage``) and the completion has usage.  A :class:`Failure` is an HTTP error with an
-OpenAI-style error body.  ``delay`` makes either slow (a timeout test); ``piece_delay`` spaces the stream's
-chunks (a cancellation test, with :attr:`FakeOpenAI.disconnects`).  With the script empty the answer is
-``default`` when one was given, else HTTP 500 saying so (a test that forgot to script fails loudly).
+OpenAI-style error body; a :class:`Raw` any JSON body.  ``delay`` makes an answer slow (a timeout test);
+``piece_delay`` spaces the stream's chunks (a cancellation test, with :attr:`FakeOpenAI.disconnects`).  With
+the script empty the answer is ``default`` when one was given, else HTTP 500 saying so (a test that forgot to
+script fails loudly).
 """
 
 from __future__ import annotations
@@ -75,7 +76,15 @@ class Failure:
     delay: float = 0.0
 
 
-Answer = Completion | Failure
+@dataclass(frozen=True)
+class Raw:
+    """Any JSON ``body`` with ``status``, as is (an answer that is not a chat completion)."""
+
+    body: Any
+    status: int = 200
+
+
+Answer = Completion | Failure | Raw
 
 
 @dataclass(frozen=True)
@@ -224,8 +233,10 @@ class FakeOpenAI:
         answer = self._next()
         if answer is None:
             return JSONResponse({"error": {"message": "the fake has no scripted answer", "type": "fake"}}, 500)
-        if answer.delay:
+        if not isinstance(answer, Raw) and answer.delay:
             await asyncio.sleep(answer.delay)
+        if isinstance(answer, Raw):
+            return JSONResponse(answer.body, answer.status)
         if isinstance(answer, Failure):
             return JSONResponse({"error": {"message": answer.message, "type": "fake", "code": None}},
                                 answer.status, headers=dict(answer.headers))
