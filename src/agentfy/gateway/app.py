@@ -118,6 +118,7 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
         yield
         await app.state.channels.aclose()
         if gateway.runtime is not None:
+            await gateway.runtime.providers.aclose()  # the model SDK's connections
             await run_in_threadpool(gateway.runtime.close)
         gateway.stop_workers.set()
         for thread in gateway.worker_threads:

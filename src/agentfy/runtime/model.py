@@ -8,9 +8,11 @@ configuration only.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -20,11 +22,13 @@ CHARS_PER_TOKEN: Final = 4
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """The model asks for one tool run: ``id`` pairs the call with its result message."""
+    """The model asks for one tool run: ``id`` pairs the call with its result message.  ``arguments``: the
+    model's JSON object as JSON values (strings, numbers, booleans, lists, objects), not yet checked against
+    the tool's schema (the toolbox does that before the tool runs)."""
 
     id: str
     name: str
-    arguments: Mapping[str, str]
+    arguments: Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,13 +47,14 @@ class ChatMessage:
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A tool as the model is told about it: every parameter is a string (the offline syntax can say no more,
-    and the tools parse what they need)."""
+    """A tool as the model is told about it.  ``parameters`` is a JSON schema of an object, sent to the model
+    as is: ``{"type": "object", "properties": {name: {"type": "string" | "integer" | "boolean" | "array" …,
+    "description": …}}, "required": [...], "additionalProperties": False}`` (see
+    :func:`agentfy.runtime.tools.parameters`)."""
 
     name: str
     description: str
-    parameters: Mapping[str, str]  # name -> description
-    required: tuple[str, ...] = ()
+    parameters: Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,12 +115,53 @@ def estimate_tokens(system_prompt: str, messages: Sequence[ChatMessage]) -> int:
     return (len(system_prompt) + sum(len(m.content) for m in messages)) // CHARS_PER_TOKEN + 1
 
 
+_INTEGER: Final = re.compile(r"[+-]?[0-9]{1,18}")
+_BOOLEANS: Final = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def _coerced(schema: Any, text: str) -> Any:
+    kind = schema.get("type") if isinstance(schema, Mapping) else None
+    if kind == "integer" and _INTEGER.fullmatch(text.strip()):
+        return int(text)
+    if kind == "number":
+        try:
+            return int(text) if _INTEGER.fullmatch(text.strip()) else float(text)
+        except ValueError:
+            return text
+    if kind == "boolean" and text.strip().lower() in _BOOLEANS:
+        return _BOOLEANS[text.strip().lower()]
+    if kind == "array":
+        if text.lstrip().startswith("["):
+            try:
+                return json.loads(text)
+            except ValueError:
+                return text
+        items = schema.get("items")
+        return [_coerced(items, part.strip()) for part in text.split(",")] if text.strip() else []
+    return text
+
+
+def coerce_arguments(parameters: Mapping[str, Any], arguments: Mapping[str, str]) -> dict[str, Any]:
+    """String arguments (what a text command can say) as the types ``parameters`` (a tool's JSON schema)
+    declares: ``"integer"`` ``"42"`` -> 42, ``"number"``, ``"boolean"`` ``true/false/yes/no/1/0``, ``"array"``
+    a JSON list or comma-separated items (each coerced by ``items``).  A value that does not convert, or an
+    argument the schema does not declare, stays a string: checking is the toolbox's job, and its message then
+    names the argument and the expected type."""
+    properties = parameters.get("properties")
+    declared: Mapping[str, Any] = properties if isinstance(properties, Mapping) else {}
+    return {name: _coerced(declared.get(name), value) for name, value in arguments.items()}
+
+
+def _json_length(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, default=str))
+
+
 def estimate_usage(request: ModelRequest, response: ModelResponse) -> Usage:
     """An estimate of a call's tokens at :data:`CHARS_PER_TOKEN` characters per token, for a model that has no
-    tokenizer (the offline model): the prompt is the system prompt, the history and the tools' descriptions; the
-    completion is the text and the tool calls.  It caches nothing, so ``cached_tokens`` is ``None``."""
-    tools = sum(len(t.name) + len(t.description) + sum(len(k) + len(v) for k, v in t.parameters.items())
-                for t in request.tools)
-    calls = sum(len(c.name) + sum(len(k) + len(v) for k, v in c.arguments.items()) for c in response.tool_calls)
+    tokenizer (the offline model): the prompt is the system prompt, the history and the tools (names,
+    descriptions and schemas as JSON text); the completion is the text and the tool calls (their arguments as
+    JSON text).  It caches nothing, so ``cached_tokens`` is ``None``."""
+    tools = sum(len(t.name) + len(t.description) + _json_length(t.parameters) for t in request.tools)
+    calls = sum(len(c.name) + _json_length(c.arguments) for c in response.tool_calls)
     return Usage(prompt_tokens=estimate_tokens(request.system_prompt, request.messages) + tools // CHARS_PER_TOKEN,
                  completion_tokens=(len(response.text or "") + calls + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN)

@@ -9,8 +9,11 @@ measures the platform rather than a provider.  What it answers, in this order:
 
        /tool NAME [key=value ...]
 
-   Values follow shell quoting (``content="two words"``, ``path='a b.txt'``); every argument is a string;
-   a key may appear once.  ``/tool write_file path=notes.txt content=hi`` writes ``notes.txt``.
+   Values follow shell quoting (``content="two words"``, ``path='a b.txt'``); a key may appear once.  The
+   text says only strings, so each value is converted to the type the tool's schema declares
+   (:func:`~agentfy.runtime.model.coerce_arguments`: ``limit=3`` is the integer 3 for an integer parameter);
+   one that does not convert stays a string and the tool answers that it has the wrong type.
+   ``/tool write_file path=notes.txt content=hi`` writes ``notes.txt``.
    A malformed command is answered with what is wrong and the expected form; no tool runs;
 4. anything else is echoed: ``@<agent_key> heard: <text>``.
 
@@ -28,7 +31,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Final
 
-from agentfy.runtime.model import ChatMessage, ModelRequest, ModelResponse, TextSink, ToolCall, estimate_usage
+from agentfy.runtime.model import (
+    ChatMessage,
+    ModelRequest,
+    ModelResponse,
+    TextSink,
+    ToolCall,
+    coerce_arguments,
+    estimate_usage,
+)
 
 TOOL_COMMAND: Final = "/tool"
 TOOL_SYNTAX: Final = "/tool NAME [key=value ...] (values may be quoted: content=\"two words\")"
@@ -112,7 +123,9 @@ def answer(request: ModelRequest) -> ModelResponse:
             name, arguments = parse_tool_command(last.content)
         except ToolCommandError as error:
             return ModelResponse(text=str(error))
-        return ModelResponse(tool_calls=(ToolCall(f"offline-{len(messages)}", name, arguments),))
+        spec = next((tool for tool in request.tools if tool.name == name), None)
+        typed = coerce_arguments(spec.parameters, arguments) if spec is not None else dict(arguments)
+        return ModelResponse(tool_calls=(ToolCall(f"offline-{len(messages)}", name, typed),))
     return ModelResponse(text=f"@{request.agent_key} heard: {last.content}")
 
 

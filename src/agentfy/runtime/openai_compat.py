@@ -1,20 +1,46 @@
-"""An OpenAI-compatible chat-completions provider with tool calling (``POST {base_url}/chat/completions``).
+"""An OpenAI-compatible chat-completions provider with tool calling, on the official SDK (``openai.AsyncOpenAI``).
 
 Any server that speaks that API (OpenAI, Azure's compatible endpoint, vLLM, Ollama, LiteLLM, …) fits.  Tools
-are declared as functions whose parameters are all strings; the model's JSON arguments come back as a
-``dict[str, str]`` (a non-string value is kept as its JSON text).
+are declared as functions with their JSON-schema parameters; the model's JSON arguments come back as JSON values
+(the toolbox checks them against the schema before a tool runs).
 
-Failures become :class:`~agentfy.runtime.model.ModelError` with a message fit for the person: the base URL
-and the HTTP status or the transport error's type, never the request (it carries the API key) or a response
-body (it may echo it).
+One call (:meth:`OpenAICompatibleProvider.complete`):
+
+* without ``on_text`` a plain request; with it a streamed one (``stream_options.include_usage``): each content
+  delta goes to ``on_text`` in order, tool calls are assembled from their fragments (by ``index``: the id and
+  name, then the argument pieces), and the usage comes from the final chunk — the same
+  :class:`~agentfy.runtime.model.ModelResponse` a plain call returns;
+* tried up to :attr:`CallPolicy.attempts` times on HTTP 408, 429 and 5xx, a connection error and a timeout.
+  Between tries it waits what the server's ``Retry-After`` says (seconds or an HTTP date; ``retry-after-ms``
+  too), at most :attr:`CallPolicy.retry_after_max_seconds` (60 s: a server asking for more is asked again
+  after 60 s rather than holding the run for an hour), else an exponential backoff with jitter.  The SDK's own
+  retries are off (``max_retries=0``): the loop here is the one place that decides, logs each retry, and
+  knows not to retry a stream that has already shown text (the person would see it twice);
+* each try is bounded by :attr:`CallPolicy.timeout_seconds`, the stream included (the SDK's HTTP timeout only
+  bounds each read); running out is a :class:`~agentfy.runtime.model.ModelError` with ``timed_out``;
+* a cancelled run cancels the request: the HTTP connection is closed, so the server sees the disconnect.
+
+Failures become :class:`~agentfy.runtime.model.ModelError` (:func:`model_error`, the one mapping of the SDK's
+exceptions) with a message fit for the person: the base URL and the HTTP status or the transport error's type,
+never the key or a response body (it may echo the key).
 """
 
 from __future__ import annotations
 
+import asyncio
+import email.utils
 import json
+import logging
+import math
+import random
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-import httpx
+import openai
 
 from agentfy.runtime.model import (
     ChatMessage,
@@ -27,56 +53,307 @@ from agentfy.runtime.model import (
     Usage,
 )
 
-DEFAULT_TIMEOUT_SECONDS: Final = 60.0
+logger: Final = logging.getLogger("agentfy.runtime.openai_compat")
+
+#: The key sent when the agent names no credential (a local server that checks none); the SDK needs one.
+PLACEHOLDER_KEY: Final = "no-key"
+#: HTTP statuses worth another try: the server timed out, rate-limited or failed, not the request.
+RETRIED_STATUSES: Final = frozenset({408, 429})
+
+
+@dataclass(frozen=True, slots=True)
+class CallPolicy:
+    """How one model call is tried: the only place these defaults are set (:class:`~agentfy.runtime.providers.
+    Providers` passes one to every provider it builds).
+
+    ``attempts``: tries in all (1: no retry); ``timeout_seconds``: the bound of each try, a stream included;
+    ``backoff_seconds``: the first wait without ``Retry-After``, doubled each try up to
+    ``backoff_max_seconds`` (less up to a quarter of jitter); ``retry_after_max_seconds``: the longest wait a
+    ``Retry-After`` gets."""
+
+    attempts: int = 3
+    timeout_seconds: float = 60.0
+    backoff_seconds: float = 0.5
+    backoff_max_seconds: float = 8.0
+    retry_after_max_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        if type(self.attempts) is not int or not 1 <= self.attempts <= 20:
+            raise ValueError(f"attempts {self.attempts!r} must be an integer from 1 to 20")
+        for name in ("timeout_seconds", "backoff_seconds", "backoff_max_seconds", "retry_after_max_seconds"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or value < 0 or (name == "timeout_seconds" and value == 0):
+                raise ValueError(f"{name} {value!r} must be a number of seconds (positive for timeout_seconds)")
+
+    def backoff(self, retry: int) -> float:
+        """The wait before try ``retry + 1`` when the server said nothing (``retry`` counts from 1)."""
+        jitter = 1 - 0.25 * random.random()  # noqa: S311 - spreading retries, not a secret
+        return float(min(self.backoff_seconds * 2 ** (retry - 1), self.backoff_max_seconds) * jitter)
+
+
+def make_client(base_url: str, api_key: str | None) -> openai.AsyncOpenAI:
+    """An SDK client for ``base_url`` with the SDK's retries off (:class:`CallPolicy` decides)."""
+    return openai.AsyncOpenAI(base_url=base_url, api_key=api_key or PLACEHOLDER_KEY, max_retries=0)
+
+
+class OpenAIClients:
+    """The SDK clients of a process, one per (event loop, base URL, key), at most ``size``: every run of an
+    organization's agents shares one connection pool instead of opening its own.
+
+    A client is leased for one call (:meth:`lease`); the least recently used one beyond ``size`` is retired and
+    closed once its last lease ends (never under a running call).  Keyed by the event loop too, because a
+    client's connections belong to the loop that opened them.  :meth:`aclose` closes them all (shutdown)."""
+
+    def __init__(self, size: int = 32, *, factory: Callable[[str, str | None], openai.AsyncOpenAI] = make_client
+                 ) -> None:
+        if size < 1:
+            raise ValueError(f"size {size!r} must be at least 1 (clients kept)")
+        self.size = size
+        self._factory = factory
+        self._clients: OrderedDict[tuple[int, str, str | None], _Entry] = OrderedDict()
+
+    def __repr__(self) -> str:  # never the keys
+        return f"OpenAIClients({len(self._clients)} of {self.size})"
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+    @asynccontextmanager
+    async def lease(self, base_url: str, api_key: str | None) -> AsyncIterator[openai.AsyncOpenAI]:
+        loop = asyncio.get_running_loop()
+        key = (id(loop), base_url, api_key)
+        entry = self._clients.get(key)
+        if entry is None or entry.loop is not loop:
+            entry = self._clients[key] = _Entry(loop, self._factory(base_url, api_key))
+        self._clients.move_to_end(key)
+        retired = [self._clients.popitem(last=False)[1] for _ in range(len(self._clients) - self.size)]
+        for old in retired:
+            old.retired = True
+            await old.close_if_idle()
+        entry.leases += 1
+        try:
+            yield entry.client
+        finally:
+            entry.leases -= 1
+            await entry.close_if_idle()
+
+    async def aclose(self) -> None:
+        """Close every client of the running loop; the others' loops are gone, so are their connections."""
+        loop = asyncio.get_running_loop()
+        entries, self._clients = list(self._clients.values()), OrderedDict()
+        for entry in entries:
+            if entry.loop is loop:
+                await entry.client.close()
+
+
+@dataclass(slots=True, eq=False)
+class _Entry:
+    loop: asyncio.AbstractEventLoop
+    client: openai.AsyncOpenAI
+    leases: int = 0
+    retired: bool = False
+
+    async def close_if_idle(self) -> None:
+        if self.retired and self.leases == 0 and not self.loop.is_closed():
+            await self.client.close()
 
 
 class OpenAICompatibleProvider:
-    """Chat completions at ``base_url`` with ``model``; ``client`` may be shared (and is then not closed)."""
+    """Chat completions at ``base_url`` with ``model`` (see the module docstring).  ``clients``: the shared
+    clients (:class:`OpenAIClients`); without it the provider has its own, closed by :meth:`aclose`.
+    ``sleep`` waits between tries (tests pass a recorder)."""
 
-    def __init__(self, *, base_url: str, model: str, api_key: str | None,
-                 client: httpx.AsyncClient | None = None, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+    def __init__(self, *, base_url: str, model: str, api_key: str | None, clients: OpenAIClients | None = None,
+                 policy: CallPolicy | None = None, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+                 ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
+        self.policy = policy if policy is not None else CallPolicy()
         self._api_key = api_key
-        self._client = client
-        self._timeout = timeout
+        self._clients = clients if clients is not None else OpenAIClients(1)
+        self._sleep = sleep
 
     def __repr__(self) -> str:  # never the key
         return f"OpenAICompatibleProvider(base_url={self.base_url!r}, model={self.model!r})"
 
-    async def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelResponse:
-        body = request_body(self.model, request)
-        headers = {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        url = f"{self.base_url}/chat/completions"
-        try:
-            if self._client is not None:
-                response = await self._client.post(url, json=body, headers=headers, timeout=self._timeout)
-            else:
-                async with httpx.AsyncClient() as client:
-                    response = await client.post(url, json=body, headers=headers, timeout=self._timeout)
-        except httpx.TimeoutException as error:
-            raise ModelError(f"the model at {self.base_url} did not answer in time ({type(error).__name__})",
-                             timed_out=True) from None
-        except httpx.HTTPError as error:
-            raise ModelError(f"the model at {self.base_url} is unreachable ({type(error).__name__})") from None
-        if response.status_code != 200:
-            raise ModelError(f"the model at {self.base_url} answered HTTP {response.status_code}")
-        try:
-            answer = parse_response(response.json())
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise ModelError(f"the model at {self.base_url} sent an answer that is not a chat completion") from None
-        if on_text is not None and answer.text:
-            await on_text(answer.text)
-        return answer
+    async def aclose(self) -> None:
+        await self._clients.aclose()
 
+    async def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelResponse:
+        arguments = request_body(self.model, request)
+        progress = _Progress(on_text)
+        for attempt in range(1, self.policy.attempts + 1):
+            try:
+                async with self._clients.lease(self.base_url, self._api_key) as client:
+                    async with asyncio.timeout(self.policy.timeout_seconds):
+                        if on_text is None:
+                            return await self._plain(client, arguments)
+                        return await self._streamed(client, arguments, progress)
+            except (openai.APIError, TimeoutError) as error:
+                failure = model_error(self.base_url, error, timeout=self.policy.timeout_seconds)
+                if attempt == self.policy.attempts or progress.shown or not retryable(error):
+                    raise failure from None
+                wait = self._wait(attempt, error)
+                logger.warning("runtime.model_retry", extra={
+                    "base_url": self.base_url, "attempt": attempt, "wait_seconds": round(wait, 3),
+                    "reason": str(failure)})
+                await self._sleep(wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _wait(self, attempt: int, error: BaseException) -> float:
+        after = retry_after(error.response.headers) if isinstance(error, openai.APIStatusError) else None
+        if after is not None:
+            return min(after, self.policy.retry_after_max_seconds)
+        return self.policy.backoff(attempt)
+
+    async def _plain(self, client: openai.AsyncOpenAI, arguments: dict[str, Any]) -> ModelResponse:
+        completion = await client.chat.completions.create(**arguments, timeout=self.policy.timeout_seconds)
+        try:
+            return parse_response(completion.to_dict())
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            raise self._malformed() from None
+
+    async def _streamed(self, client: openai.AsyncOpenAI, arguments: dict[str, Any],
+                        progress: _Progress) -> ModelResponse:
+        stream = await client.chat.completions.create(**arguments, stream=True,
+                                                      stream_options={"include_usage": True},
+                                                      timeout=self.policy.timeout_seconds)
+        assembly = _Assembly()
+        async with stream:
+            async for chunk in stream:
+                try:
+                    pieces = assembly.add(chunk.to_dict())
+                except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+                    raise self._malformed() from None
+                for piece in pieces:
+                    await progress.show(piece)
+        try:
+            return assembly.response()
+        except (ValueError, KeyError, TypeError):
+            raise self._malformed() from None
+
+    def _malformed(self) -> ModelError:
+        return ModelError(f"the model at {self.base_url} sent an answer that is not a chat completion")
+
+
+@dataclass(slots=True)
+class _Progress:
+    """The text already streamed to the person: once there is some, the call is not tried again."""
+
+    sink: TextSink | None
+    shown: bool = False
+
+    async def show(self, piece: str) -> None:
+        if self.sink is not None and piece:
+            self.shown = True
+            await self.sink(piece)
+
+
+@dataclass(slots=True)
+class _Fragments:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Assembly:
+    """A streamed completion put back together: the text pieces, the tool calls by ``index``, the usage."""
+
+    text: list[str] = field(default_factory=list)
+    calls: dict[int, _Fragments] = field(default_factory=dict)
+    usage: Usage | None = None
+
+    def add(self, chunk: Mapping[str, Any]) -> list[str]:
+        """Take one chunk; returns its text pieces (to stream)."""
+        if chunk.get("usage") is not None:
+            self.usage = parse_usage(chunk["usage"])
+        pieces: list[str] = []
+        for choice in chunk.get("choices") or ():
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if content:
+                if not isinstance(content, str):
+                    raise TypeError("content must be a string")
+                pieces.append(content)
+            for fragment in delta.get("tool_calls") or ():
+                call = self.calls.setdefault(int(fragment.get("index", len(self.calls))), _Fragments())
+                call.id = call.id or str(fragment.get("id") or "")
+                function = fragment.get("function") or {}
+                call.name = call.name or str(function.get("name") or "")
+                if function.get("arguments"):
+                    call.arguments.append(str(function["arguments"]))
+        self.text.extend(pieces)
+        return pieces
+
+    def response(self) -> ModelResponse:
+        calls = []
+        for index, call in sorted(self.calls.items()):
+            if not call.name:
+                raise ValueError("a streamed tool call has no name")
+            calls.append(ToolCall(call.id or f"call-{index}", call.name, _arguments("".join(call.arguments))))
+        return ModelResponse(text="".join(self.text) or None, tool_calls=tuple(calls), usage=self.usage)
+
+
+# -- failures --------------------------------------------------------------------------------------------------
+
+def retryable(error: BaseException) -> bool:
+    """Whether another try may succeed: a timeout, a connection error, HTTP 408, 429 or 5xx."""
+    if isinstance(error, openai.APIStatusError):
+        return error.status_code in RETRIED_STATUSES or error.status_code >= 500
+    return isinstance(error, TimeoutError | openai.APIConnectionError)
+
+
+def model_error(base_url: str, error: BaseException, *, timeout: float) -> ModelError:
+    """The person's message for an SDK failure (the one mapping of its exception classes): the base URL and the
+    status or the transport error's type; never the key, never a response body."""
+    where = f"the model at {base_url}"
+    if isinstance(error, TimeoutError | openai.APITimeoutError):
+        return ModelError(f"{where} did not answer within {timeout:g} s", timed_out=True)
+    if isinstance(error, openai.AuthenticationError | openai.PermissionDeniedError):
+        return ModelError(f"{where} refused the credential (HTTP {error.status_code}); check the agent's "
+                          "credential")
+    if isinstance(error, openai.RateLimitError):
+        return ModelError(f"{where} answered HTTP 429 (rate limited)")
+    if isinstance(error, openai.APIStatusError):
+        return ModelError(f"{where} answered HTTP {error.status_code}")
+    if isinstance(error, openai.APIConnectionError):
+        cause = error.__cause__ or error
+        return ModelError(f"{where} is unreachable ({type(cause).__name__})")
+    if isinstance(error, openai.APIResponseValidationError):
+        return ModelError(f"{where} sent an answer that is not a chat completion")
+    return ModelError(f"{where} failed ({type(error).__name__})")
+
+
+def retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """The wait a response asks for, in seconds: ``retry-after-ms``, else ``retry-after`` as seconds or as an
+    HTTP date (relative to ``now``, default the clock); ``None`` when absent or unreadable, never negative."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / scale
+        except ValueError:
+            continue
+        return max(seconds, 0.0) if math.isfinite(seconds) else None
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(moment.timestamp() - (time.time() if now is None else now), 0.0)
+
+
+# -- the wire format -------------------------------------------------------------------------------------------
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:
-    return {"type": "function", "function": {
-        "name": spec.name, "description": spec.description,
-        "parameters": {"type": "object",
-                       "properties": {name: {"type": "string", "description": text}
-                                      for name, text in spec.parameters.items()},
-                       "required": list(spec.required)}}}
+    return {"type": "function", "function": {"name": spec.name, "description": spec.description,
+                                             "parameters": dict(spec.parameters)}}
 
 
 def _message(message: ChatMessage) -> dict[str, Any]:
@@ -91,7 +368,8 @@ def _message(message: ChatMessage) -> dict[str, Any]:
 
 
 def request_body(model: str, request: ModelRequest) -> dict[str, Any]:
-    """The chat-completions body of ``request``: the system prompt first, then the history, then the tools."""
+    """The chat-completions arguments of ``request``: the system prompt first, then the history, then the
+    tools."""
     body: dict[str, Any] = {"model": model,
                             "messages": [{"role": "system", "content": request.system_prompt},
                                          *(_message(m) for m in request.messages)]}
@@ -100,16 +378,16 @@ def request_body(model: str, request: ModelRequest) -> dict[str, Any]:
     return body
 
 
-def _arguments(text: Any) -> dict[str, str]:
+def _arguments(text: Any) -> dict[str, Any]:
     parsed = json.loads(text) if isinstance(text, str) and text.strip() else {}
     if not isinstance(parsed, dict):
         raise ValueError("tool arguments must be a JSON object")
-    return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in parsed.items()}
+    return {str(k): v for k, v in parsed.items()}
 
 
 def parse_response(document: Any) -> ModelResponse:
     """A chat-completions answer as a :class:`ModelResponse` (raises ``ValueError``/``KeyError`` when it is
-    not one)."""
+    not one).  Tool arguments keep their JSON types."""
     message = document["choices"][0]["message"]
     calls = tuple(ToolCall(str(call["id"]), str(call["function"]["name"]),
                            _arguments(call["function"].get("arguments")))

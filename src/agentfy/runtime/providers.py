@@ -21,12 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-import httpx
-
 from agentfy.identity import Scope
 from agentfy.runtime.model import ModelProvider
 from agentfy.runtime.offline import OfflineProvider
-from agentfy.runtime.openai_compat import OpenAICompatibleProvider
+from agentfy.runtime.openai_compat import CallPolicy, OpenAIClients, OpenAICompatibleProvider
 from agentfy.store.db import Tx
 from agentfy.store.errors import NotFoundError
 from agentfy.store.repos import credentials
@@ -89,14 +87,22 @@ class Providers:
     """Picks each run's provider from the agent's configuration.
 
     ``offline`` is shared (it keeps no per-run state beyond its script); an OpenAI-compatible provider is
-    built per run with the organization's credential and the shared HTTP client.
+    built per run with the organization's credential, ``policy`` (its tries and timeout; default
+    :class:`~agentfy.runtime.openai_compat.CallPolicy`) and this process's SDK clients, one per base URL and
+    key (the SDK brings its own HTTP client, so the channels' ``httpx`` client cannot be shared with it), at
+    most ``clients`` of them; :meth:`aclose` closes them at shutdown.
     """
 
     def __init__(self, *, offline: ModelProvider | None = None, cipher: CredentialCipher | None = None,
-                 client: httpx.AsyncClient | None = None) -> None:
+                 policy: CallPolicy | None = None, clients: OpenAIClients | None = None) -> None:
         self.offline: ModelProvider = offline if offline is not None else OfflineProvider()
         self.cipher = cipher
-        self.client = client
+        self.policy = policy if policy is not None else CallPolicy()
+        self.clients = clients if clients is not None else OpenAIClients()
+
+    async def aclose(self) -> None:
+        """Close the SDK clients (their connections) of the running loop."""
+        await self.clients.aclose()
 
     def for_agent(self, tx: Tx, scope: Scope, agent: Agent, settings: ModelSettings) -> ModelProvider:
         """The provider of ``agent`` (reads the credential in ``tx``, the run's tenant)."""
@@ -104,7 +110,8 @@ class Providers:
             return self.offline
         assert settings.base_url is not None and settings.model is not None
         return OpenAICompatibleProvider(base_url=settings.base_url, model=settings.model,
-                                        api_key=self._api_key(tx, scope, agent, settings), client=self.client)
+                                        api_key=self._api_key(tx, scope, agent, settings), clients=self.clients,
+                                        policy=self.policy)
 
     def _api_key(self, tx: Tx, scope: Scope, agent: Agent, settings: ModelSettings) -> str | None:
         if settings.credential is None:

@@ -2,7 +2,9 @@
 
 One table (:data:`TOOLS`): the model is told about exactly these, and a call to any other name is answered
 with the list of names, never run.  :func:`run_tool` turns a :class:`~agentfy.runtime.tools.ToolError` into the
-tool's answer (the model can correct itself); any other exception is a bug and propagates.
+tool's answer (the model can correct itself), and so is a call whose arguments do not fit the tool's schema
+(a wrong type is a message naming the argument and the expected type, not a crash); any other exception is a
+bug and propagates.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from types import MappingProxyType
 from typing import Final
 
 from agentfy.runtime.model import ToolCall
-from agentfy.runtime.tools import Tool, ToolEnv, ToolError
+from agentfy.runtime.tools import Tool, ToolEnv, ToolError, check_arguments
 from agentfy.runtime.tools.delegation import DELEGATE, SPAWN_SUBAGENT
 from agentfy.runtime.tools.files import READ_FILE, WRITE_FILE
 from agentfy.runtime.tools.records import CREATE_CRON, PUBLISH_SKILL, SEARCH_MEMORY
@@ -21,11 +23,13 @@ TOOLS: Final = MappingProxyType({tool.spec.name: tool for tool in (
 
 
 async def run_tool(env: ToolEnv, call: ToolCall, tools: MappingProxyType[str, Tool] = TOOLS) -> str:
-    """The answer of one tool call: the tool's result, its :class:`ToolError`, or "unknown tool"."""
+    """The answer of one tool call: the tool's result, its :class:`ToolError` (arguments that do not fit the
+    tool's schema included: the tool does not run), or "unknown tool"."""
     tool = tools.get(call.name)
     if tool is None:
         return f"error: there is no tool {call.name[:100]!r}; the tools are {', '.join(sorted(tools))}"
     try:
+        check_arguments(tool.spec, call.arguments)
         return await tool.run(env, call.arguments)
     except ToolError as error:
         return f"error: {error}"

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError, Scope
 from agentfy.runtime.model import ToolSpec
-from agentfy.runtime.tools import Tool, ToolEnv, ToolError, argument, unexpected
+from agentfy.runtime.tools import Tool, ToolEnv, ToolError, parameters, string, text
 from agentfy.store.errors import NotFoundError
 from agentfy.store.repos import agents
 from agentfy.store.repos.agents import Agent
@@ -24,9 +24,8 @@ from agentfy.store.repos.agents import Agent
 TASK_MAX_LENGTH: Final = 20_000
 
 
-async def spawn_subagent(env: ToolEnv, arguments: Mapping[str, str]) -> str:
-    unexpected(arguments, "spawn_subagent", ("task",))
-    task = argument(arguments, "spawn_subagent", "task", max_length=TASK_MAX_LENGTH)
+async def spawn_subagent(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
+    task = text(arguments, "task")
     task_id = env.delegation.spawn_subagent(env, task)
     return f"spawned subagent task {task_id}; its result will be announced here"
 
@@ -40,10 +39,8 @@ def _target(env: ToolEnv, name: str) -> Agent:
                         "an agent ID of a live agent)") from None
 
 
-async def delegate(env: ToolEnv, arguments: Mapping[str, str]) -> str:
-    unexpected(arguments, "delegate", ("agent", "task"))
-    name = argument(arguments, "delegate", "agent", max_length=100)
-    task = argument(arguments, "delegate", "task", max_length=TASK_MAX_LENGTH)
+async def delegate(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
+    name, task = text(arguments, "agent"), text(arguments, "task")
     target = await asyncio.to_thread(_target, env, name)
     if target.id == env.agent.id:
         raise ToolError("delegate: an agent cannot delegate to itself; use spawn_subagent")
@@ -52,9 +49,12 @@ async def delegate(env: ToolEnv, arguments: Mapping[str, str]) -> str:
 
 
 SPAWN_SUBAGENT: Final = Tool(ToolSpec("spawn_subagent", "Run a task in a subagent (this agent, in its own session) "
-                                      "and announce its result in this chat.", {"task": "what the subagent is told"},
-                                      ("task",)), spawn_subagent)
+                                      "and announce its result in this chat.",
+                                      parameters({"task": string("what the subagent is told",
+                                                                 max_length=TASK_MAX_LENGTH)}, ("task",))),
+                             spawn_subagent)
 DELEGATE: Final = Tool(ToolSpec("delegate", "Hand a task to a teammate agent of this organization and announce its "
-                                "result in this chat.", {"agent": "the teammate's agent_key",
-                                                         "task": "what the teammate is told"},
-                                ("agent", "task")), delegate)
+                                "result in this chat.",
+                                parameters({"agent": string("the teammate's agent_key", max_length=100),
+                                            "task": string("what the teammate is told", max_length=TASK_MAX_LENGTH)},
+                                           ("agent", "task"))), delegate)

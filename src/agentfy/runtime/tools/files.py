@@ -20,14 +20,14 @@ import asyncio
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from agentfy.agents.workspace import InvalidSegmentError, WorkspaceEscapeError, workspace_path
 from agentfy.identity import Scope
 from agentfy.permissions.ownership import audit_actor, file_scope
 from agentfy.permissions.policy import check_file_writer_permission
 from agentfy.runtime.model import ToolSpec
-from agentfy.runtime.tools import Tool, ToolEnv, ToolError, argument, refusal, unexpected
+from agentfy.runtime.tools import Tool, ToolEnv, ToolError, parameters, refusal, string, text
 from agentfy.store.repos import audit
 
 FILE_MAX_BYTES: Final = 1_000_000
@@ -70,9 +70,8 @@ def _write(target: Path, data: bytes) -> None:
     os.replace(temporary, target)
 
 
-async def read_file(env: ToolEnv, arguments: Mapping[str, str]) -> str:
-    unexpected(arguments, "read_file", ("path",))
-    path = argument(arguments, "read_file", "path", max_length=PATH_MAX_LENGTH)
+async def read_file(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
+    path = text(arguments, "path")
     target = file_path(env, path)
     try:
         data = await asyncio.to_thread(_read, target)
@@ -106,16 +105,17 @@ def _checked_write(env: ToolEnv, path: str, content: str) -> str:
     return f"wrote {path} ({len(data)} bytes) for {audit_actor(env.context)}"
 
 
-async def write_file(env: ToolEnv, arguments: Mapping[str, str]) -> str:
-    unexpected(arguments, "write_file", ("path", "content"))
-    path = argument(arguments, "write_file", "path", max_length=PATH_MAX_LENGTH)
-    content = argument(arguments, "write_file", "content", max_length=FILE_MAX_BYTES, allow_empty=True)
+async def write_file(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
+    path, content = text(arguments, "path"), text(arguments, "content")
     return await asyncio.to_thread(_checked_write, env, path, content)
 
 
+_PATH: Final = string("the file, parts separated by '/'", max_length=PATH_MAX_LENGTH)
 READ_FILE: Final = Tool(ToolSpec("read_file", "Read a text file of this chat's workspace.",
-                                 {"path": "the file, parts separated by '/'"}, ("path",)), read_file)
+                                 parameters({"path": _PATH}, ("path",))), read_file)
 WRITE_FILE: Final = Tool(ToolSpec("write_file", "Write (replace) a text file in this chat's workspace. In a group "
                                   "chat the sender needs the file_writer grant.",
-                                  {"path": "the file, parts separated by '/'", "content": "the whole new text"},
-                                  ("path", "content")), write_file)
+                                  parameters({"path": _PATH, "content": string("the whole new text",
+                                                                               max_length=FILE_MAX_BYTES,
+                                                                               allow_empty=True)},
+                                             ("path", "content"))), write_file)

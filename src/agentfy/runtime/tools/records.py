@@ -7,24 +7,26 @@
   :func:`~agentfy.permissions.policy.check_context_file_permission`; the skill is owned by the ACTOR.
 * ``search_memory`` — reads the memory documents of the SCOPE only
   (:func:`~agentfy.permissions.ownership.memory_scope`): a group's memory in the group, a person's in their
-  DM; no other scope is ever searched, so nothing needs a grant.
+  DM; no other scope is ever searched, so nothing needs a grant.  ``limit`` (an integer, 1 to 20) bounds the
+  matches.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 from agentfy.identity import Scope
 from agentfy.permissions.ownership import NoActorError, memory_scope, owner_for_new_row
 from agentfy.permissions.policy import check_context_file_permission, check_cron_permission
 from agentfy.runtime.model import ToolSpec
-from agentfy.runtime.tools import Tool, ToolEnv, ToolError, argument, refusal, unexpected
+from agentfy.runtime.tools import Tool, ToolEnv, ToolError, integer, parameters, refusal, string, text, whole
 from agentfy.store.errors import ConflictError, InvalidInputError
 from agentfy.store.repos import cron, memory, skills
 
 SEARCH_RESULTS: Final = 5
+SEARCH_RESULTS_MAX: Final = 20
 SNIPPET_LENGTH: Final = 200
 
 
@@ -50,10 +52,8 @@ def _create_cron(env: ToolEnv, schedule: str, message: str) -> str:
     return f"scheduled {job.id} ({job.schedule}) for {owner}"
 
 
-async def create_cron(env: ToolEnv, arguments: Mapping[str, str]) -> str:
-    unexpected(arguments, "create_cron", ("schedule", "message"))
-    schedule = argument(arguments, "create_cron", "schedule", max_length=200)
-    message = argument(arguments, "create_cron", "message")
+async def create_cron(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
+    schedule, message = text(arguments, "schedule"), text(arguments, "message")
     return await asyncio.to_thread(_create_cron, env, schedule, message)
 
 
@@ -70,38 +70,43 @@ def _publish_skill(env: ToolEnv, name: str, content: str) -> str:
     return f"published skill {skill.name} ({skill.id}), owned by {owner}"
 
 
-async def publish_skill(env: ToolEnv, arguments: Mapping[str, str]) -> str:
-    unexpected(arguments, "publish_skill", ("name", "content"))
-    name = argument(arguments, "publish_skill", "name", max_length=200)
-    content = argument(arguments, "publish_skill", "content", max_length=skills.SKILL_CONTENT_MAX_LENGTH)
+async def publish_skill(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
+    name, content = text(arguments, "name"), text(arguments, "content")
     return await asyncio.to_thread(_publish_skill, env, name, content)
 
 
-def _search_memory(env: ToolEnv, query: str) -> str:
+def _search_memory(env: ToolEnv, query: str, limit: int) -> str:
     terms = [term for term in query.lower().split() if term]
     with env.db.transaction(write=False) as tx:
         documents = memory.list_memory_documents(tx, Scope(env.agent.tenant_id), env.agent.id,
                                                  user_id=memory_scope(env.context) or "")
     scored = sorted(((sum(doc.content.lower().count(t) + doc.path.lower().count(t) for t in terms), doc.path, doc)
                      for doc in documents), key=lambda item: (-item[0], item[1]))
-    hits = [f"{doc.path}: {doc.content[:SNIPPET_LENGTH]}" for score, _, doc in scored[:SEARCH_RESULTS] if score]
+    hits = [f"{doc.path}: {doc.content[:SNIPPET_LENGTH]}" for score, _, doc in scored[:limit] if score]
     return "\n".join(hits) if hits else f"no memory matches {query!r}"
 
 
-async def search_memory(env: ToolEnv, arguments: Mapping[str, str]) -> str:
-    unexpected(arguments, "search_memory", ("query",))
-    query = argument(arguments, "search_memory", "query", max_length=1_000)
-    return await asyncio.to_thread(_search_memory, env, query)
+async def search_memory(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
+    query, limit = text(arguments, "query"), whole(arguments, "limit", SEARCH_RESULTS)
+    return await asyncio.to_thread(_search_memory, env, query, limit)
 
 
 CREATE_CRON: Final = Tool(ToolSpec("create_cron", "Schedule this agent to run a message on a cron schedule, in this "
                                    "chat. In a group chat the sender needs the cron (or file_writer) grant.",
-                                   {"schedule": "a cron expression, e.g. '0 9 * * 1'",
-                                    "message": "what the agent is told at each run"}, ("schedule", "message")),
-                          create_cron)
+                                   parameters({"schedule": string("a cron expression, e.g. '0 9 * * 1'",
+                                                                  max_length=200),
+                                               "message": string("what the agent is told at each run")},
+                                              ("schedule", "message"))), create_cron)
 PUBLISH_SKILL: Final = Tool(ToolSpec("publish_skill", "Publish a named skill of the organization, owned by the "
                                      "sender. In a group chat the sender needs the context_file (or file_writer) "
-                                     "grant.", {"name": "the skill's unique name", "content": "its instructions"},
-                                     ("name", "content")), publish_skill)
+                                     "grant.",
+                                     parameters({"name": string("the skill's unique name", max_length=200),
+                                                 "content": string("its instructions",
+                                                                   max_length=skills.SKILL_CONTENT_MAX_LENGTH)},
+                                                ("name", "content"))), publish_skill)
 SEARCH_MEMORY: Final = Tool(ToolSpec("search_memory", "Search this chat's long-term memory.",
-                                     {"query": "words to look for"}, ("query",)), search_memory)
+                                     parameters({"query": string("words to look for", max_length=1_000),
+                                                 "limit": integer("how many matches at most (default "
+                                                                  f"{SEARCH_RESULTS})", minimum=1,
+                                                                  maximum=SEARCH_RESULTS_MAX)},
+                                                ("query",))), search_memory)

@@ -1,0 +1,268 @@
+"""A real, local OpenAI-compatible server for tests: ``POST /v1/chat/completions`` on a free port.
+
+The provider under test speaks HTTP to it through the official SDK exactly as it would to a real server, so
+retries, timeouts, streaming and disconnects are the real protocol, not a mocked transport.  Usage::
+
+    with FakeOpenAI() as fake:                       # uvicorn in a thread, always stopped on exit
+        fake.script(Failure(429, headers={"retry-after": "1"}),
+                    Completion(text="hello there", usage=Usage(12, 3, cached_tokens=8)))
+        provider = OpenAICompatibleProvider(base_url=fake.url, model="m", api_key="sk-test")
+        ...
+        fake.requests[-1].body["messages"]           # what the server got, in order
+
+Each request takes the next scripted answer (:meth:`FakeOpenAI.script` appends).  A :class:`Completion` is
+served as one JSON chat completion, or — when the request says ``"stream": true`` — as server-sent events
+(``data: {chunk}\n\n`` … ``data: [DONE]\n\n``): one chunk per text piece, the tool calls in fragments (id
+and name first, then the arguments in two pieces), then a usage chunk when the request asked for it
+(``stream_options.include_usage``) and the completion has usage.  A :class:`Failure` is an HTTP error with an
+OpenAI-style error body; a :class:`Raw` any JSON body.  ``delay`` makes an answer slow (a timeout test);
+``piece_delay`` spaces the stream's chunks (a cancellation test, with :attr:`FakeOpenAI.disconnects`).  With
+the script empty the answer is ``default`` when one was given, else HTTP 500 saying so (a test that forgot to
+script fails loudly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from agentfy.runtime.model import Usage
+
+
+@dataclass(frozen=True)
+class FakeToolCall:
+    """A tool call the fake model makes; ``arguments`` is sent as JSON text (the wire format)."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A successful answer.  ``pieces``: how a streamed answer splits ``text`` (default: word by word, each
+    keeping its trailing white space); they must join to ``text``."""
+
+    text: str | None = None
+    tool_calls: Sequence[FakeToolCall] = ()
+    usage: Usage | None = None
+    delay: float = 0.0
+    piece_delay: float = 0.0
+    pieces: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An HTTP error answer (``status`` with ``headers``, e.g. ``{"retry-after": "2"}``)."""
+
+    status: int
+    headers: Mapping[str, str] = field(default_factory=dict)
+    message: str = "scripted failure"
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Raw:
+    """Any JSON ``body`` with ``status``, as is (an answer that is not a chat completion)."""
+
+    body: Any
+    status: int = 200
+
+
+Answer = Completion | Failure | Raw
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request as the server got it: its headers (lower-case names) and its JSON body; ``at``: the
+    ``time.monotonic()`` it arrived (to measure a retry's wait)."""
+
+    headers: Mapping[str, str]
+    body: Mapping[str, Any]
+    at: float
+
+
+def _usage(usage: Usage) -> dict[str, Any]:
+    out: dict[str, Any] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                           "total_tokens": usage.prompt_tokens + usage.completion_tokens}
+    if usage.cached_tokens is not None:
+        out["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+    return out
+
+
+def _split(text: str) -> list[str]:
+    return re.findall(r"\s*\S+\s*|\s+", text) if text else []
+
+
+def completion_json(answer: Completion, model: str) -> dict[str, Any]:
+    """``answer`` as a non-streamed chat completion."""
+    message: dict[str, Any] = {"role": "assistant", "content": answer.text}
+    if answer.tool_calls:
+        message["tool_calls"] = [{"id": call.id, "type": "function",
+                                  "function": {"name": call.name, "arguments": json.dumps(dict(call.arguments))}}
+                                 for call in answer.tool_calls]
+    document: dict[str, Any] = {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "tool_calls" if answer.tool_calls else "stop"}]}
+    if answer.usage is not None:
+        document["usage"] = _usage(answer.usage)
+    return document
+
+
+def completion_chunks(answer: Completion, model: str, *, include_usage: bool) -> list[dict[str, Any]]:
+    """``answer`` as the chunks of a streamed chat completion (without the final ``[DONE]``)."""
+    def chunk(delta: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
+        return {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
+                "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    pieces = list(answer.pieces) if answer.pieces is not None else _split(answer.text or "")
+    chunks.extend(chunk({"content": piece}) for piece in pieces)
+    for index, call in enumerate(answer.tool_calls):
+        text = json.dumps(dict(call.arguments))
+        half = len(text) // 2
+        chunks.append(chunk({"tool_calls": [{"index": index, "id": call.id, "type": "function",
+                                             "function": {"name": call.name, "arguments": ""}}]}))
+        chunks.extend(chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+                      for part in (text[:half], text[half:]))
+    chunks.append(chunk({}, "tool_calls" if answer.tool_calls else "stop"))
+    if include_usage and answer.usage is not None:
+        chunks.append({**chunk(None), "usage": _usage(answer.usage)})
+    return chunks
+
+
+class FakeOpenAI:
+    """The fake server (see the module docstring).  Thread-safe: tests script and read from the test's
+    thread while uvicorn serves in its own."""
+
+    def __init__(self, *, default: Answer | None = None) -> None:
+        self.default = default
+        self._script: deque[Answer] = deque()
+        self._lock = threading.Lock()
+        self.requests: list[Recorded] = []
+        #: Streams the client left before their end (a cancelled run closes its connection).
+        self.disconnects = 0
+        self._socket: socket.socket | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- the test's side --------------------------------------------------------------------------------------
+
+    def script(self, *answers: Answer) -> None:
+        """Queue ``answers``: the next requests get them, in order."""
+        with self._lock:
+            self._script.extend(answers)
+
+    @property
+    def pending(self) -> int:
+        """Scripted answers not served yet."""
+        with self._lock:
+            return len(self._script)
+
+    @property
+    def port(self) -> int:
+        assert self._socket is not None, "the fake is not started"
+        return int(self._socket.getsockname()[1])
+
+    @property
+    def url(self) -> str:
+        """The base URL to configure (``http://127.0.0.1:<port>/v1``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeOpenAI:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        self._socket = sock
+        app = Starlette(routes=[Route("/v1/chat/completions", self._endpoint, methods=["POST"])])
+        config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
+                                timeout_graceful_shutdown=1)
+        server = self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="fake-openai",
+                                        daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the fake OpenAI server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._socket is not None:
+            self._socket.close()
+        self._server = self._thread = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- the server's side ------------------------------------------------------------------------------------
+
+    def _next(self) -> Answer | None:
+        with self._lock:
+            return self._script.popleft() if self._script else self.default
+
+    async def _endpoint(self, request: Request) -> Response:
+        body = json.loads(await request.body())
+        with self._lock:
+            self.requests.append(Recorded(dict(request.headers), body, time.monotonic()))
+        answer = self._next()
+        if answer is None:
+            return JSONResponse({"error": {"message": "the fake has no scripted answer", "type": "fake"}}, 500)
+        if not isinstance(answer, Raw) and answer.delay:
+            await asyncio.sleep(answer.delay)
+        if isinstance(answer, Raw):
+            return JSONResponse(answer.body, answer.status)
+        if isinstance(answer, Failure):
+            return JSONResponse({"error": {"message": answer.message, "type": "fake", "code": None}},
+                                answer.status, headers=dict(answer.headers))
+        model = str(body.get("model", "fake"))
+        if not body.get("stream"):
+            return JSONResponse(completion_json(answer, model))
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return StreamingResponse(self._events(answer, model, include_usage), media_type="text/event-stream")
+
+    async def _events(self, answer: Completion, model: str, include_usage: bool) -> AsyncIterator[str]:
+        finished = False
+        try:
+            for chunk in completion_chunks(answer, model, include_usage=include_usage):
+                yield f"data: {json.dumps(chunk)}\n\n"
+                if answer.piece_delay:
+                    await asyncio.sleep(answer.piece_delay)
+            yield "data: [DONE]\n\n"
+            finished = True
+        finally:
+            if not finished:
+                with self._lock:
+                    self.disconnects += 1
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """A started :class:`FakeOpenAI`, stopped after the test (import it into a test module or conftest)."""
+    with FakeOpenAI() as fake:
+        yield fake
