@@ -25,7 +25,7 @@ from agentfy.events.consolidation.summariser import clip, first_sentence
 from agentfy.identity import AgentId, EpisodicSummaryId, KgEntityId, OrgId
 from agentfy.store.repos.knowledge import KgEntity
 from agentfy.store.repos.memory import EpisodicSummary
-from agentfy.store.repos.sessions import Session, SessionMessage
+from agentfy.store.repos.sessions import MessageToolCall, Session, SessionMessage
 
 SESSION = Session(OrgId("org-x"), "s-1", AgentId("agent-x"), "u", "completed", 0, "t", "t")
 
@@ -45,6 +45,21 @@ def test_extractive_summary_is_the_first_sentence_of_user_and_assistant_messages
                          ("tool", "{}"), ("assistant", "Fine! Thanks."), ("user", ""), ("user", "No punctuation"))
     assert ExtractiveSummariser().summarise(SESSION, messages) == (
         "user: Hello there.\nassistant: Fine!\nuser: No punctuation")
+
+
+def test_extractive_summary_reads_a_tool_exchange_by_tool_name_and_short_result() -> None:
+    call = MessageToolCall("c1", "write_file", {"path": "a.txt", "content": "hi"})
+    messages = [SessionMessage("s-1", 1, "user", None, "Write a.txt please.", "t"),
+                SessionMessage("s-1", 2, "assistant", None, "", "t", (call,)),
+                SessionMessage("s-1", 3, "tool", None, "wrote a.txt (2 bytes). " + "x " * 200, "t", (), "c1"),
+                SessionMessage("s-1", 4, "tool", None, "", "t", (), "unknown"),
+                SessionMessage("s-1", 5, "tool", None, "write_file(path='a.txt') -> wrote", "t"),  # old text row
+                SessionMessage("s-1", 6, "assistant", None, "Done.", "t")]
+    assert ExtractiveSummariser().summarise(SESSION, messages) == (
+        "user: Write a.txt please.\ntool write_file: wrote a.txt (2 bytes).\ntool call: (no output)\n"
+        "assistant: Done.")
+    long = [messages[1], SessionMessage("s-1", 3, "tool", None, "y" * 500, "t", (), "c1")]
+    assert len(ExtractiveSummariser().summarise(SESSION, long)) <= len("tool write_file: ") + 120
 
 
 def test_extractive_summary_is_bounded() -> None:

@@ -12,7 +12,7 @@ from agentfy.identity import Scope
 from agentfy.ids import format_id
 from agentfy.store.db import Database
 from agentfy.store.errors import StoreError
-from agentfy.store.repos import api_keys, orgs
+from agentfy.store.repos import api_keys, orgs, sessions
 from tests.helpers.tenants import Tenant
 from tests.store.helpers import count
 
@@ -223,3 +223,19 @@ def test_roles_no_key_is_401_and_too_low_is_403(db: Database, client: TestClient
     assert client.post("/v1/sessions/s/messages", json={"role": "assistant", "content": "ok"},
                        headers=acme.headers("operator")).status_code == 201
     assert count(db, "session_messages") == 2
+
+
+def test_listing_messages_shows_tool_calls_and_results(db: Database, client: TestClient, acme: Tenant) -> None:
+    agent(client, acme)
+    open_session(client, acme, "tools:1", "support", user_id="u")
+    with db.transaction() as tx:
+        sessions.append_message(tx, acme.scope, "tools:1", "user", "write it")
+        sessions.append_message(tx, acme.scope, "tools:1", "assistant", "", tool_calls=[
+            {"id": "call-1", "name": "write_file", "arguments": {"path": "a.txt", "content": "hi", "n": [1]}}])
+        sessions.append_message(tx, acme.scope, "tools:1", "tool", "wrote a.txt", tool_call_id="call-1")
+    items = client.get("/v1/sessions/tools:1/messages", headers=acme.headers("operator")).json()["items"]
+    assert [(m["role"], m["tool_calls"], m["tool_call_id"]) for m in items] == [
+        ("user", [], None),
+        ("assistant", [{"id": "call-1", "name": "write_file",
+                        "arguments": {"path": "a.txt", "content": "hi", "n": [1]}}], None),
+        ("tool", [], "call-1")]

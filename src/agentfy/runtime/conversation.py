@@ -17,7 +17,10 @@ generation, ``<key>#2``, ``#3``…, so completing a conversation never loses lat
 session stays as it was for the consolidation workers.
 
 Compaction (the memory flush) appends a ``system`` message starting with :data:`COMPACTION_MARKER`; the
-history shown to the model starts at the latest one.
+history shown to the model starts at the latest one.  A cut of the history never falls inside a tool
+exchange: the flush runs between turns, when every assistant tool-call message already has its results (the
+runner stores them together), and a window cut by :data:`HISTORY_LIMIT` starts after the results whose call
+fell outside it.
 """
 
 from __future__ import annotations
@@ -102,7 +105,16 @@ def history(tx: Tx, scope: Scope, session_key: str) -> list[SessionMessage]:
         message = messages[index]
         if message.role == "system" and message.content.startswith(COMPACTION_MARKER):
             return messages[index:]
-    return messages
+    return whole_exchanges(messages)
+
+
+def whole_exchanges(messages: list[SessionMessage]) -> list[SessionMessage]:
+    """``messages`` from the first one that is not a tool result: results at the start of a window answer a
+    call that was cut off, and a compaction or a replay must never see half an exchange."""
+    start = 0
+    while start < len(messages) and messages[start].role == "tool":
+        start += 1
+    return messages[start:]
 
 
 def complete(tx: Tx, scope: Scope, session_key: str) -> tuple[Session, DomainEvent | None]:

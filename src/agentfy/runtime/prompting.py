@@ -6,9 +6,14 @@ prefix holds across turns), its **ID** below it, with the time and the session. 
 provides ``instructions`` (text) and ``context_files`` (names of files in the agent's ``context/`` directory
 of its workspace, read on every turn; missing ones are skipped).
 
-The history is the session's messages since the latest compaction.  Tool results are stored in the session
-for the record but not replayed to the model in later turns: a tool message must follow the assistant
-message that called it, which the session does not keep, and the reply that used the result is there.
+The history is the session's messages since the latest compaction, replayed as the chat-completions API
+expects them, so on a later turn the model still knows what it did: user messages, assistant messages (with
+their ``tool_calls``), each tool result (with its ``tool_call_id``) right after the assistant message that
+called it, and compaction summaries (``system``).  The API refuses a tool message that follows no call and
+an assistant call without all its results, so :func:`model_history` replays an exchange only whole: an
+assistant message whose calls are not all answered right after it is replayed as its text alone (or not at
+all when it has none), and a tool message that answers no call just before it — an orphan, or a row stored
+as ``name(args) -> result`` text before tool use was stored as structures — is left out.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any, Final
 
 from agentfy.agents.prompt import CACHE_BOUNDARY_MARKER, SystemPromptConfig, TurnContext, render_system_prompt
 from agentfy.agents.workspace import InvalidSegmentError, WorkspaceEscapeError, workspace_path
-from agentfy.runtime.model import ChatMessage
+from agentfy.runtime.model import ChatMessage, ToolCall
 from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.sessions import SessionMessage
 
@@ -61,14 +66,42 @@ def system_prompt(agent: Agent, tenant_slug: str, workspace_root: Path, session_
 
 
 def model_history(messages: Sequence[SessionMessage]) -> list[ChatMessage]:
-    """The stored messages as the model sees them (user, assistant and compaction summaries; no tool
-    results, see the module docstring)."""
+    """The stored messages as the model sees them: only whole tool exchanges (see the module docstring)."""
     shown: list[ChatMessage] = []
-    for message in messages:
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
         if message.role == "user":
             shown.append(ChatMessage("user", message.content))
-        elif message.role == "assistant":
-            shown.append(ChatMessage("assistant", message.content))
         elif message.role == "system":
             shown.append(ChatMessage("system", message.content))
+        elif message.role == "assistant":
+            results = _results_after(messages, index)
+            index += len(results)
+            shown.extend(_exchange(message, results))
+        # a tool message here answers no call just before it: left out
     return shown
+
+
+def _results_after(messages: Sequence[SessionMessage], start: int) -> list[SessionMessage]:
+    """The tool messages right after ``start`` (the results of the assistant message before it)."""
+    end = start
+    while end < len(messages) and messages[end].role == "tool":
+        end += 1
+    return list(messages[start:end])
+
+
+def _exchange(assistant: SessionMessage, results: Sequence[SessionMessage]) -> list[ChatMessage]:
+    """The assistant message and its results, each call answered once and in the calls' order; without every
+    result, the message's text alone (no message when it has none and did call tools)."""
+    by_id: dict[str, SessionMessage] = {}
+    for result in results:
+        if result.tool_call_id is not None:
+            by_id.setdefault(result.tool_call_id, result)
+    calls = assistant.tool_calls
+    if calls and all(call.id in by_id for call in calls):
+        return [ChatMessage("assistant", assistant.content,
+                            tuple(ToolCall(call.id, call.name, call.arguments) for call in calls)),
+                *(ChatMessage("tool", by_id[call.id].content, tool_call_id=call.id) for call in calls)]
+    return [ChatMessage("assistant", assistant.content)] if assistant.content or not calls else []

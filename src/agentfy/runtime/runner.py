@@ -16,6 +16,10 @@
 6. the model (:mod:`agentfy.runtime.providers`) answers; requested tools run behind the permission policy
    (:mod:`agentfy.runtime.tools`), at most ``max_tool_rounds`` rounds; each call's tokens are recorded
    (:mod:`agentfy.runtime.usage`: one ``usage_snapshots`` row per call, a failed write never fails the run);
+   a round that called tools is stored as structures once all its tools ran — the assistant message with its
+   ``tool_calls`` and one ``tool`` message per result (``tool_call_id``) — in one transaction, so the session
+   never holds a call without its results, and a later failure keeps the whole rounds already stored (they
+   are valid history, replayed by :mod:`agentfy.runtime.prompting`);
 7. the reply is stored as the assistant message and returned; run events go to the tenant's WebSocket
    subscribers (:mod:`agentfy.runtime.events`).
 
@@ -250,13 +254,14 @@ class Runtime:
             await shown.end_round(response.text)
             if not response.tool_calls:
                 return shown.text(), used
-            messages.append(ChatMessage("assistant", response.text or "", response.tool_calls))
+            called = ChatMessage("assistant", response.text or "", response.tool_calls)
+            results: list[ChatMessage] = []
             for call in response.tool_calls:
                 emit(self.events, TOOL_CALLED, agent, turn.tenant_slug, {"id": run_id, "tool": call.name})
                 result = await run_tool(env, call)
-                messages.append(ChatMessage("tool", result, tool_call_id=call.id))
-                await asyncio.to_thread(self._store, agent, turn.session.session_key, "tool",
-                                        _tool_record(call, result), None)
+                results.append(ChatMessage("tool", result[:MESSAGE_MAX_LENGTH], tool_call_id=call.id))
+            await asyncio.to_thread(self._store_round, agent, turn.session.session_key, called, results)
+            messages.extend((called, *results))
         await shown.end_round(f"(stopped after {self.settings.max_tool_rounds} rounds of tool calls)")
         return shown.text(), used
 
@@ -270,6 +275,17 @@ class Runtime:
     def _store(self, agent: Agent, session_key: str, role: str, text: str, sender_id: str | None) -> None:
         with self.db.transaction() as tx:
             sessions.append_message(tx, Scope(agent.tenant_id), session_key, role, text, sender_id=sender_id)
+
+    def _store_round(self, agent: Agent, session_key: str, called: ChatMessage, results: list[ChatMessage]) -> None:
+        """Worker thread: one round of tool use — the assistant message with its calls and every result — in
+        one transaction (all of it is stored, or none)."""
+        scope = Scope(agent.tenant_id)
+        with self.db.transaction() as tx:
+            sessions.append_message(tx, scope, session_key, "assistant", called.content,
+                                    tool_calls=[_stored_call(call) for call in called.tool_calls])
+            for result in results:
+                sessions.append_message(tx, scope, session_key, "tool", result.content,
+                                        tool_call_id=result.tool_call_id)
 
     # -- ending a conversation --------------------------------------------------------------------------------
     async def end_conversation(self, inbound: Inbound) -> Session | None:
@@ -404,8 +420,8 @@ class _Shown:
             await self._on_text(text)
 
 
-def _tool_record(call: ToolCall, result: str) -> str:
-    """A tool call as stored in the session: name, arguments, result."""
-    arguments = " ".join(f"{k}={v!r}" for k, v in call.arguments.items())
-    return f"{call.name}({arguments}) -> {result}"[:MESSAGE_MAX_LENGTH]
+def _stored_call(call: ToolCall) -> sessions.MessageToolCall:
+    """A call as the session stores it: its arguments are JSON values (strings from the offline model, any
+    JSON value from others); the store serialises them with ``json.dumps`` and refuses what is not JSON."""
+    return sessions.MessageToolCall(call.id, call.name, dict(call.arguments))
 

@@ -50,26 +50,47 @@ def clip(text: str, max_chars: int) -> str:
     return head.rstrip() + "…"
 
 
+def tool_names(messages: Sequence[SessionMessage]) -> dict[str, str]:
+    """The tool name of each call id of the assistant messages (to name a tool result by its tool)."""
+    return {call.id: call.name for message in messages for call in message.tool_calls}
+
+
 @dataclass(frozen=True, slots=True)
 class ExtractiveSummariser:
     """The default summariser: the first sentence of each of the first ``max_messages`` messages whose
     role is in ``roles``, one line each (``"user: …"``), each at most ``max_sentence_chars`` and the whole at
-    most ``max_chars``.  Empty messages are skipped; no such message at all gives ``""``."""
+    most ``max_chars``.  Empty messages are skipped; no such message at all gives ``""``.
+
+    A tool exchange reads as what happened: an assistant message that called tools as its text (when it has
+    some), each result as ``tool <name>: <its first sentence>`` of at most ``max_result_chars``.  Only
+    results stored with the call they answer are shown (older text-only tool rows are skipped)."""
 
     max_messages: int = 8
     max_sentence_chars: int = 240
     max_chars: int = 2000
-    roles: tuple[str, ...] = ("user", "assistant")
+    max_result_chars: int = 120
+    roles: tuple[str, ...] = ("user", "assistant", "tool")
 
     def summarise(self, session: Session, messages: Sequence[SessionMessage]) -> str:
+        names = tool_names(messages)
         lines: list[str] = []
         for message in messages:
             if message.role not in self.roles:
                 continue
-            sentence = first_sentence(message.content, self.max_sentence_chars)
-            if not sentence:
+            if message.role == "tool":
+                line = self._result(message, names)
+            else:
+                sentence = first_sentence(message.content, self.max_sentence_chars)
+                line = f"{message.role}: {sentence}" if sentence else ""
+            if not line:
                 continue
-            lines.append(f"{message.role}: {sentence}")
+            lines.append(line)
             if len(lines) >= self.max_messages:
                 break
         return clip("\n".join(lines), self.max_chars)
+
+    def _result(self, message: SessionMessage, names: dict[str, str]) -> str:
+        if message.tool_call_id is None:
+            return ""
+        result = first_sentence(message.content, self.max_result_chars) or "(no output)"
+        return f"tool {names.get(message.tool_call_id, 'call')}: {result}"

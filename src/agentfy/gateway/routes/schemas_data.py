@@ -79,6 +79,12 @@ class MessageIn(Strict):
     content: str = text_field(MESSAGE_MAX_LENGTH, allow_empty=True, description="The message text.")
 
 
+class ToolCallOut(BaseModel):
+    id: str = Field(description="Pairs the call with the tool message whose tool_call_id it is.")
+    name: str = Field(description="The tool's name.")
+    arguments: dict[str, Any] = Field(description="The call's arguments, a JSON object.")
+
+
 class MessageOut(BaseModel):
     session_key: str
     seq: int = Field(description="Position in the session, from 1.")
@@ -86,6 +92,11 @@ class MessageOut(BaseModel):
     sender_id: str | None = Field(description="The ACTOR who sent it: the key's user (null for team keys).")
     content: str
     created_at: str
+    tool_calls: list[ToolCallOut] = Field(default_factory=list, description=(
+        "An assistant message's tool calls (empty on other messages); each is answered by a tool message."))
+    tool_call_id: str | None = Field(default=None, description=(
+        "On a tool message: the id of the call whose result it holds (null on other messages, and on tool "
+        "messages stored as text before tool use was stored as structures)."))
 
 
 # -- vault -------------------------------------------------------------------------------------------------

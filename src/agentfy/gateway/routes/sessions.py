@@ -25,6 +25,7 @@ from agentfy.gateway.routes.schemas_data import (
     SessionCompletedOut,
     SessionIn,
     SessionOut,
+    ToolCallOut,
 )
 from agentfy.permissions.access import authorize, require_scope
 from agentfy.store.db import Tx
@@ -47,7 +48,10 @@ def session_out(session: Session) -> SessionOut:
 
 def message_out(message: SessionMessage) -> MessageOut:
     return MessageOut(session_key=message.session_key, seq=message.seq, role=message.role,
-                      sender_id=message.sender_id, content=message.content, created_at=message.created_at)
+                      sender_id=message.sender_id, content=message.content, created_at=message.created_at,
+                      tool_calls=[ToolCallOut(id=c.id, name=c.name, arguments=dict(c.arguments))
+                                  for c in message.tool_calls],
+                      tool_call_id=message.tool_call_id)
 
 
 def _session_in_reach(tx: Tx, who: Principal, operation: str, session_key: str) -> Session:

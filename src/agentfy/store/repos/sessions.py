@@ -5,10 +5,18 @@ identity to confuse it with), and it is validated as a label, not as an ID: non-
 characters, no control characters (:func:`agentfy.store.inputs.check_label`).  A session
 records the memory SCOPE it belongs to (``user_id``: ``group:telegram:…`` in a group, the sender in a DM);
 each message records its ACTOR (``sender_id``) when a person sent it.  The two are never interchangeable.
+
+Tool use is stored as structures, so a later turn can replay it to the model: an ``assistant`` message may
+carry ``tool_calls`` (each :class:`MessageToolCall`: the call's id, the tool's name, its JSON arguments;
+stored as a JSON list), and a ``tool`` message carries the ``tool_call_id`` of the call it answers (its
+``content`` is the result).  The database refuses either on another role.  Rows written before this was
+stored (``tool`` messages holding ``name(args) -> result`` as text) have neither; readers must cope.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -17,6 +25,7 @@ import sqlalchemy as sa
 from agentfy.identity import AgentId, OrgId, Scope, parse_id
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
+from agentfy.store.inputs import check_json, check_json_size
 from agentfy.store.repos import agents
 from agentfy.store.repos._common import require_label, require_text
 from agentfy.store.schema import session_messages, sessions
@@ -25,6 +34,8 @@ from agentfy.store.sql import insert
 SESSION_KEY_MAX_LENGTH: Final = 200
 MESSAGE_MAX_LENGTH: Final = 1_000_000
 MESSAGE_ROLES: Final = ("user", "assistant", "system", "tool")
+#: A tool call's id and a tool name are labels of at most this many characters.
+TOOL_CALL_ID_MAX_LENGTH: Final = 200
 
 _COLUMNS: Final = (sessions.c.tenant_id, sessions.c.session_key, sessions.c.agent_id, sessions.c.user_id,
                    sessions.c.status, sessions.c.compaction_count, sessions.c.created_at, sessions.c.completed_at)
@@ -44,11 +55,12 @@ _INCREMENT_COMPACTION: Final = (sa.update(sessions).where(*_THIS)
                                 .returning(sessions.c.compaction_count))
 
 _MESSAGE_COLUMNS: Final = (session_messages.c.session_key, session_messages.c.seq, session_messages.c.role,
-                           session_messages.c.sender_id, session_messages.c.content, session_messages.c.created_at)
+                           session_messages.c.sender_id, session_messages.c.content, session_messages.c.created_at,
+                           session_messages.c.tool_calls, session_messages.c.tool_call_id)
 _MESSAGES_OF: Final = (session_messages.c.tenant_id == sa.bindparam("tenant_id"),
                        session_messages.c.session_key == sa.bindparam("session_key"))
 _INSERT_MESSAGE: Final = insert(session_messages, ["tenant_id", "session_key", "seq", "role", "sender_id", "content",
-                                                   "created_at"])
+                                                   "created_at", "tool_calls", "tool_call_id"])
 _LAST_SEQ: Final = sa.select(sa.func.max(session_messages.c.seq)).where(*_MESSAGES_OF)
 _LIST_MESSAGES: Final = (sa.select(*_MESSAGE_COLUMNS)
                          .where(*_MESSAGES_OF, session_messages.c.seq > sa.bindparam("after_seq", type_=sa.Integer))
@@ -71,8 +83,19 @@ class Session:
 
 
 @dataclass(frozen=True, slots=True)
+class MessageToolCall:
+    """One tool call of an assistant message: ``id`` pairs it with the ``tool`` message that answers it;
+    ``arguments`` is a JSON object (string values from the offline model, any JSON value from others)."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class SessionMessage:
-    """One message; ``seq`` counts from 1 within the session; ``sender_id`` is the ACTOR, if a person."""
+    """One message; ``seq`` counts from 1 within the session; ``sender_id`` is the ACTOR, if a person.
+    ``tool_calls`` only on an assistant message that called tools; ``tool_call_id`` only on a tool result."""
 
     session_key: str
     seq: int
@@ -80,6 +103,8 @@ class SessionMessage:
     sender_id: str | None
     content: str
     created_at: str
+    tool_calls: tuple[MessageToolCall, ...] = ()
+    tool_call_id: str | None = None
 
 
 def _session(row: tuple[Any, ...]) -> Session:
@@ -87,7 +112,86 @@ def _session(row: tuple[Any, ...]) -> Session:
 
 
 def _message(row: tuple[Any, ...]) -> SessionMessage:
-    return SessionMessage(row[0], int(row[1]), row[2], row[3], row[4], row[5])
+    return SessionMessage(row[0], int(row[1]), row[2], row[3], row[4], row[5], _stored_calls(row[6]), row[7])
+
+
+def _stored_calls(text: str | None) -> tuple[MessageToolCall, ...]:
+    """The stored JSON list as calls; what cannot be read (never written by :func:`append_message`) is left
+    out rather than failing a reader of the whole session."""
+    if not text:
+        return ()
+    try:
+        items = json.loads(text)
+    except ValueError:
+        return ()
+    calls: list[MessageToolCall] = []
+    for item in items if isinstance(items, list) else ():
+        if (isinstance(item, dict) and isinstance(item.get("id"), str) and isinstance(item.get("name"), str)
+                and isinstance(item.get("arguments"), dict)):
+            calls.append(MessageToolCall(item["id"], item["name"], item["arguments"]))
+    return tuple(calls)
+
+
+def _tool_calls(value: object, role: str) -> tuple[tuple[MessageToolCall, ...], str | None]:
+    """The calls and their stored JSON, or :class:`InvalidInputError` naming the field (``tool_calls[i].id``…).
+
+    Each call is a :class:`MessageToolCall` or a mapping with ``id``, ``name`` and ``arguments``; an empty
+    sequence is no calls."""
+    if value is None:
+        return (), None
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise InvalidInputError(f"tool_calls is a {type(value).__name__}; expected a list of "
+                                "{id, name, arguments}", field="tool_calls", value=None)
+    if not value:
+        return (), None
+    if role != "assistant":
+        raise InvalidInputError(f"tool_calls are given on a {role!r} message; only an assistant message calls "
+                                "tools", field="tool_calls", value=None)
+    calls: list[MessageToolCall] = []
+    for index, item in enumerate(value):
+        where = f"tool_calls[{index}]"
+        if isinstance(item, Mapping):
+            fields = (item.get("id"), item.get("name"), item.get("arguments"))
+        elif isinstance(item, MessageToolCall):
+            fields = (item.id, item.name, item.arguments)
+        else:
+            raise InvalidInputError(f"{where} is a {type(item).__name__}; expected {{id, name, arguments}}",
+                                    field=where, value=None)
+        call_id = require_label(fields[0], field=f"{where}.id", max_length=TOOL_CALL_ID_MAX_LENGTH)
+        name = require_label(fields[1], field=f"{where}.name", max_length=TOOL_CALL_ID_MAX_LENGTH)
+        if not call_id or not name:
+            empty = "id" if not call_id else "name"
+            raise InvalidInputError(f"{where}.{empty} is empty", field=f"{where}.{empty}", value="")
+        arguments = fields[2]
+        if not isinstance(arguments, Mapping):
+            raise InvalidInputError(f"{where}.arguments is a {type(arguments).__name__}; expected a JSON object",
+                                    field=f"{where}.arguments", value=None)
+        arguments = dict(arguments)
+        check_json(arguments, f"{where}.arguments")
+        if any(call.id == call_id for call in calls):
+            raise InvalidInputError(f"{where}.id {call_id!r} is used by an earlier call of the message; each "
+                                    "call needs its own id", field=f"{where}.id", value=call_id)
+        calls.append(MessageToolCall(call_id, name, arguments))
+    try:
+        text = json.dumps([{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
+                          separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError(f"tool_calls is not JSON-serialisable: {error}", field="tool_calls",
+                                value=None) from None
+    return tuple(calls), check_json_size(text, "tool_calls", max_bytes=MESSAGE_MAX_LENGTH)
+
+
+def _tool_call_id(value: object, role: str) -> str | None:
+    if value is None:
+        return None
+    if role != "tool":
+        raise InvalidInputError(f"tool_call_id is given on a {role!r} message; only a tool result answers a call",
+                                field="tool_call_id", value=value)
+    call_id = require_label(value, field="tool_call_id", max_length=TOOL_CALL_ID_MAX_LENGTH)
+    if not call_id:
+        raise InvalidInputError("tool_call_id is empty; expected the id of the call the result answers",
+                                field="tool_call_id", value=value)
+    return call_id
 
 
 def parse_session_key(value: object) -> str:
@@ -132,15 +236,21 @@ def get_session(tx: Tx, scope: Scope, session_key: str) -> Session:
 
 
 def append_message(tx: Tx, scope: Scope, session_key: str, role: str, content: str,  # noqa: PLR0917
-                   sender_id: str | None = None) -> SessionMessage:
+                   sender_id: str | None = None, *, tool_calls: Sequence[MessageToolCall | Mapping[str, Any]]
+                   | None = None, tool_call_id: str | None = None) -> SessionMessage:
     """Append a message under the session's next ``seq``; a completed session takes no more messages.
 
-    ``sender_id`` is the ACTOR (the individual sender), never the group scope.
+    ``sender_id`` is the ACTOR (the individual sender), never the group scope.  ``tool_calls`` (an assistant
+    message only) and ``tool_call_id`` (a tool message only) store tool use as structures (see the module
+    docstring); a value on another role, or one that is not well formed, is :class:`InvalidInputError`
+    naming the field.  A caller storing a call and its results writes them in one transaction.
     """
     key = parse_session_key(session_key)
     role = _role(role)
     text = require_text(content, field="content", max_length=MESSAGE_MAX_LENGTH, allow_empty=True)
     sender = None if sender_id is None else require_label(sender_id, field="sender_id")
+    calls, calls_json = _tool_calls(tool_calls, role)
+    answers = _tool_call_id(tool_call_id, role)
     params = {"tenant_id": scope.tenant_id, "session_key": key}
     status = tx.scalar(_LOCK_STATUS, params)
     if status is None:
@@ -151,8 +261,8 @@ def append_message(tx: Tx, scope: Scope, session_key: str, role: str, content: s
     seq = int(tx.scalar(_LAST_SEQ, params) or 0) + 1
     stamp = now()
     tx.execute(_INSERT_MESSAGE, {**params, "seq": seq, "role": role, "sender_id": sender, "content": text,
-                                 "created_at": stamp})
-    return SessionMessage(key, seq, role, sender, text, stamp)
+                                 "created_at": stamp, "tool_calls": calls_json, "tool_call_id": answers})
+    return SessionMessage(key, seq, role, sender, text, stamp, calls, answers)
 
 
 def list_messages(tx: Tx, scope: Scope, session_key: str, *, after_seq: int = 0,
