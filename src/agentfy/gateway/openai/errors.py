@@ -7,7 +7,8 @@ status, the message and the field of an error are decided where they are for eve
 said differently here:
 
 * a bad, unknown or revoked key: 401, code ``invalid_api_key``;
-* a body that is not what the operation takes: 400 (agentfy's 422), ``param`` naming the field;
+* a body that is not what the operation takes: 400 (agentfy's 422, with its code: ``invalid_input``, …),
+  ``param`` naming the field;
 * an unknown agent, or another organization's (the same answer): 404, code ``model_not_found``;
 * a model that cannot answer: 502 (``model_error``), or 504 (``timeout``) when it did not answer in time.
 
@@ -35,7 +36,7 @@ class OpenAIErrorDetail(BaseModel):
     message: str = Field(description="For people; never SQL text, a secret or another tenant's data.")
     type: str = Field(description="invalid_request_error (4xx) or api_error (5xx).")
     param: str | None = Field(default=None, description="The request field at fault, when one is.")
-    code: str | None = Field(default=None, description="invalid_api_key, model_not_found, invalid_value, …")
+    code: str | None = Field(default=None, description="invalid_api_key, model_not_found, invalid_input, …")
 
 
 class OpenAIErrorBody(BaseModel):
@@ -63,12 +64,11 @@ def model_not_found(model: str) -> OpenAIError:
 
 
 def bad_messages(message: str) -> OpenAIError:
-    return OpenAIError(400, message, code="invalid_value", param="messages")
+    return OpenAIError(400, message, code="invalid_input", param="messages")
 
 
 #: agentfy's codes said as OpenAI's, where an OpenAI client expects its own.
-_CODES: Final = {"unauthorized": "invalid_api_key", "revoked": "invalid_api_key", "invalid_input": "invalid_value",
-                 "invalid_id": "invalid_value", "invalid_agent_key": "invalid_value"}
+_CODES: Final = {"unauthorized": "invalid_api_key", "revoked": "invalid_api_key"}
 
 
 def model_failure(error: ModelError | ModelConfigError) -> OpenAIError:

@@ -11,9 +11,14 @@ from __future__ import annotations
 from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 
 from agentfy.gateway.chat import TEXT_MAX_LENGTH
 from agentfy.gateway.routes.schemas import AGENT_REF_MAX_LENGTH, Strict, text_field
+from agentfy.store.inputs import TEXT_PATTERN
+
+#: Every string this server reads follows the input policy (no NUL): the document states it.
+_NO_NUL: Final[JsonDict] = {"pattern": TEXT_PATTERN}
 
 #: The most messages a request may carry (all but the last are ignored; the bound keeps a body's cost bounded).
 MESSAGES_MAX: Final = 1000
@@ -28,22 +33,24 @@ class _Lenient(Strict):
 
 class TextPart(_Lenient):
     type: Literal["text"]
-    text: str = Field(max_length=TEXT_MAX_LENGTH)
+    text: str = Field(max_length=TEXT_MAX_LENGTH, json_schema_extra=_NO_NUL)
 
 
 class OtherPart(_Lenient):
     """A content part that is not text (an image, audio, a file): accepted, not sent to the agent."""
 
-    type: str = Field(max_length=64)
+    type: str = Field(max_length=64, json_schema_extra=_NO_NUL)
 
 
-Content = str | list[Annotated[TextPart | OtherPart, Field(union_mode="left_to_right")]] | None
+Part = Annotated[TextPart | OtherPart, Field(union_mode="left_to_right")]
+Content = Annotated[str, Field(max_length=TEXT_MAX_LENGTH, json_schema_extra=_NO_NUL)] | list[Part] | None
 
 
 class ChatMessageIn(_Lenient):
-    role: str = Field(max_length=64, description="system, developer, user, assistant or tool.")
+    role: str = Field(max_length=64, description="system, developer, user, assistant or tool.",
+                      json_schema_extra=_NO_NUL)
     content: Content = Field(default=None, description="A string, or a list of content parts (text parts are read).")
-    name: str | None = Field(default=None, max_length=256)
+    name: str | None = Field(default=None, max_length=256, json_schema_extra=_NO_NUL)
 
 
 class StreamOptions(_Lenient):
@@ -51,7 +58,7 @@ class StreamOptions(_Lenient):
 
 
 class ChatCompletionRequest(_Lenient):
-    model: str = Field(min_length=1, max_length=AGENT_REF_MAX_LENGTH,
+    model: str = Field(min_length=1, max_length=AGENT_REF_MAX_LENGTH, json_schema_extra=_NO_NUL,
                        description="The agent: its agent_key or ID, in the caller's organization.")
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=MESSAGES_MAX,
                                           description="Only the last is read: the user's message to the agent.")
