@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test test-fast lint typecheck pytest pytest-fast fuzz browser constraints bench bench-cutover bench-changefeed bench-instructions clean
+.PHONY: run test test-fast lint typecheck pytest pytest-fast fuzz browser constraints bench bench-cutover bench-changefeed bench-instructions bench-openai-latency bench-openai-rate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -100,6 +100,14 @@ bench-instructions: $(VENV)/.installed-dev
 # server at $$AGENTFY_TEST_PG_URL and, for the throughput part, wrk (apt-get install wrk).
 bench-changefeed: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.changefeed
+
+# The OpenAI-compatible endpoint: streaming first-token latency vs the upstream's own (a fake upstream on a local
+# port), and its rate vs calling the runtime directly (offline model).
+bench-openai-latency: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.openai_latency
+
+bench-openai-rate: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.openai_rate
 
 # The ID cutover against plain UPDATE ... FROM statements on both engines: 100,000 organizations by default
 # (long: generation alone takes many minutes); `make bench-cutover ORGS=30000` for a smaller valid run,

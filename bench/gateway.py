@@ -64,11 +64,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(target: str, port: int, env: dict[str, str], cwd: str, factory: bool) -> subprocess.Popen[bytes]:
+def start(target: str, port: int, env: dict[str, str], cwd: str, factory: bool, *,
+          ready_seconds: float = 30) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "uvicorn", target, "--host", "127.0.0.1", "--port", str(port),
                "--log-level", "warning", "--no-access-log", *(["--factory"] if factory else [])]
     process = subprocess.Popen(command, env={**os.environ, **env}, cwd=cwd)
-    deadline = time.time() + 30
+    deadline = time.time() + ready_seconds
     while time.time() < deadline:
         try:
             httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=1)

@@ -29,8 +29,9 @@ class Inexpressible:
     reason: str
 
     def matches(self, operation_id: str, error: dict[str, Any]) -> bool:
+        field = error.get("field", error.get("param"))  # ``param``: the OpenAI-compatible routes' error shape
         return ((self.operations == ("*",) or operation_id in self.operations) and error.get("code") == self.code
-                and re.fullmatch(self.field, str(error.get("field")), re.DOTALL) is not None
+                and re.fullmatch(self.field, str(field), re.DOTALL) is not None
                 and re.fullmatch(self.message, str(error.get("message")), re.DOTALL) is not None)
 
 
@@ -75,6 +76,10 @@ SCHEMA_INEXPRESSIBLE = (
     Inexpressible(("links.create",), "invalid_input", r"target", r"an agent cannot be linked to itself.*",
                   "the body's target is not the agent of the path: a relation between a path parameter and a body "
                   "field, which no schema of either can state"),
+    Inexpressible(("openai.chat.completions.create",), "invalid_input", r"messages",
+                  r"the last message must be the user's message to the agent; .*",
+                  "the last of the messages is the user's, with visible text: a rule on an array's last item, which "
+                  "no keyword states (the earlier messages may be anything an OpenAI client sends)"),
     Inexpressible(("knowledge.ingest",), "invalid_input", r"relations\[\d+\]\.(source|target)", r".*",
                   "a relation's index is below the number of entities and names an entity of the relation's own "
                   "agent: a relation between two arrays"),

@@ -251,6 +251,9 @@ UNSCOPED: dict[str, Build] = {
     "agents.delete": lambda w, c, s: Request("DELETE", f"/v1/agents/{fresh_agent(w)}"),
     "agents.heartbeat": lambda w, c, s: Request("POST", "/v1/agents/bot/heartbeat"),
     "agents.messages.send": lambda w, c, s: Request("POST", "/v1/agents/bot/messages", json={"text": "hi"}),
+    "openai.chat.completions.create": lambda w, c, s: Request("POST", "/v1/chat/completions", json={
+        "model": "bot", "messages": [{"role": "user", "content": "hi"}]}),
+    "openai.models.list": lambda w, c, s: Request("GET", "/v1/models"),
     "ids.explain": lambda w, c, s: Request("GET", f"/v1/ids/{w.agent_id}"),
     "links.create": lambda w, c, s: Request("POST", "/v1/agents/bot/links", {"target": fresh_agent(w)}),
     "links.list": lambda w, c, s: Request("GET", "/v1/agents/bot/links"),

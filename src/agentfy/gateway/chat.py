@@ -67,12 +67,17 @@ def runtime_of(gateway: GatewayState) -> Runtime:
     return gateway.runtime
 
 
+def inbound_of(who: Principal, agent: str, conversation: str, text: str) -> Inbound:
+    """The runtime's message for ``text`` from ``who`` to ``agent`` in the person's ``conversation`` (see the
+    module docstring): every API door to an agent builds it here."""
+    assert who.user_id is not None  # the access rules of the doors: they act as a person
+    context = http_context(who.user_id, tenant_id=who.tenant_id, role=who.role)
+    return Inbound(who.tenant_id, AgentKey(agent), context, CHANNEL, f"{CHANNEL}:{conversation}", text)
+
+
 async def send(gateway: GatewayState, who: Principal, agent: str, message: MessageToAgent) -> AgentReply:
     """Run ``message`` through the agent named ``agent`` as ``who`` (see the module docstring)."""
-    assert who.user_id is not None  # the access rule: agents.messages.send / agents.send act as a person
-    context = http_context(who.user_id, tenant_id=who.tenant_id, role=who.role)
-    inbound = Inbound(who.tenant_id, AgentKey(agent), context, CHANNEL, f"{CHANNEL}:{message.conversation}",
-                      message.text)
+    inbound = inbound_of(who, agent, message.conversation, message.text)
     try:
         reply = await runtime_of(gateway)(inbound)
     except (ModelError, ModelConfigError) as error:

@@ -133,6 +133,9 @@ RULES: Final[dict[str, Rule]] = {
     "agents.messages.send": _r("member", "talk to an agent (the conversation is the caller's person's)",
                                person=True),
     "agents.send": _r("member", "talk to an agent over the WebSocket (as agents.messages.send)", person=True),
+    "openai.chat.completions.create": _r("member", "talk to an agent from an OpenAI client (as "
+                                         "agents.messages.send)", person=True),
+    "openai.models.list": _r("member", "list agents as an OpenAI client's models"),
     "subscribe": _r("member", "receive the organization's agent events"),
     "unsubscribe": _r("member", "stop receiving agent events"),
     "ids.explain": _r("member", "explain an ID"),

@@ -1,4 +1,5 @@
-"""Mounting the ``/v1`` routers: under ``/v1``, in the order of :data:`ROUTERS`.
+"""Mounting the ``/v1`` routers: under ``/v1``, in the order of :data:`ROUTERS`, then
+:data:`OWN_ERROR_SHAPE_ROUTERS`.
 
 The list is explicit (a module is mounted because it is named here, not because it happens to be in this
 package), and its order is the order routes are matched in: the hottest read, ``GET /v1/agents/{agent}``,
@@ -27,6 +28,7 @@ from fastapi.routing import APIRoute
 from agentfy.channels import webhooks
 from agentfy.gateway.deps import authenticate
 from agentfy.gateway.errors import ERROR_RESPONSES
+from agentfy.gateway.openai import routes as openai
 from agentfy.gateway.routes import (
     agents,
     channels,
@@ -54,6 +56,9 @@ ROUTERS: Final[tuple[APIRouter, ...]] = (
     usage.router, chat.router, ws.router,
 )
 
+#: Routers whose routes declare their own error responses, in another error shape: the OpenAI-compatible
+#: endpoint answers in OpenAI's (:mod:`agentfy.gateway.openai.errors`).  The same access checks apply.
+OWN_ERROR_SHAPE_ROUTERS: Final[tuple[APIRouter, ...]] = (openai.router,)
 
 #: The chat platforms' webhooks: verified by the platform's proof, not by an API key (see the docstring).
 CHANNEL_ROUTERS: Final[tuple[APIRouter, ...]] = webhooks.CHANNEL_ROUTERS
@@ -88,7 +93,7 @@ def register(app: FastAPI) -> frozenset[str]:
     """Mount :data:`ROUTERS`, then :data:`CHANNEL_ROUTERS`, under ``/v1``; returns the operation IDs of the
     routes that authenticate (every API route), for the OpenAPI document's security requirements."""
     authenticated: set[str] = set()
-    for router in ROUTERS:
+    for router in (*ROUTERS, *OWN_ERROR_SHAPE_ROUTERS):
         for route in router.routes:
             if not isinstance(route, APIRoute):
                 continue
@@ -100,6 +105,7 @@ def register(app: FastAPI) -> frozenset[str]:
                 raise RuntimeError(f"{where} does not authenticate its caller: give it a `call: Authenticated` "
                                    "parameter")
             authenticated.add(route.operation_id)
-        app.include_router(router, prefix="/v1", responses=ERROR_RESPONSES)
+        app.include_router(router, prefix="/v1", responses={} if router in OWN_ERROR_SHAPE_ROUTERS
+                           else ERROR_RESPONSES)
     _register_webhooks(app)
     return frozenset(authenticated)
