@@ -28,9 +28,11 @@ from agentfy.channels import webhooks
 from agentfy.gateway.deps import authenticate
 from agentfy.gateway.errors import ERROR_RESPONSES
 from agentfy.gateway.routes import (
+    agent_model,
     agents,
     channels,
     chat,
+    credentials,
     cron,
     grants,
     heartbeat,
@@ -51,7 +53,7 @@ from agentfy.permissions.access import RULES
 ROUTERS: Final[tuple[APIRouter, ...]] = (
     agents.router, sessions.router, memory.router, knowledge.router, teams.router, orgs.router, skills.router,
     cron.router, links.router, grants.router, vault.router, ids.router, heartbeat.router, channels.router,
-    usage.router, chat.router, ws.router,
+    usage.router, credentials.router, agent_model.router, chat.router, ws.router,
 )
 
 
