@@ -75,6 +75,15 @@ SCHEMA_INEXPRESSIBLE = (
     Inexpressible(("links.create",), "invalid_input", r"target", r"an agent cannot be linked to itself.*",
                   "the body's target is not the agent of the path: a relation between a path parameter and a body "
                   "field, which no schema of either can state"),
+    Inexpressible(("agents.model.set",), "invalid_input", r"credential", r"credential .* is not stored in this.*",
+                  "the credential an agent's model names must be stored in the organization first: state, not a "
+                  "format"),
+    Inexpressible(("agents.model.set",), "invalid_input", r"base_url", r".* is not an http\(s\) URL with a host",
+                  "a URL a request can be sent to (a host, a valid port, IPv6 brackets, IDNA) is the HTTP client's "
+                  "grammar, not a pattern"),
+    Inexpressible(("agents.model.get", "agents.model.check"), "invalid_input", r"config\.model(\..*)?", r".*",
+                  "the agent's stored configuration (written by agents.create or agents.update, whose config is any "
+                  "JSON object) must be one a run can use: state, not the request's format"),
     Inexpressible(("knowledge.ingest",), "invalid_input", r"relations\[\d+\]\.(source|target)", r".*",
                   "a relation's index is below the number of entities and names an entity of the relation's own "
                   "agent: a relation between two arrays"),

@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import Final
 
+import httpx
+
 from agentfy.identity import Scope
 from agentfy.runtime.model import ChatMessage, ModelError, ModelProvider, ModelRequest
 from agentfy.runtime.providers import OFFLINE, ModelSettings, Providers
@@ -48,6 +50,8 @@ async def check_model(db: Database, providers: Providers, agent: Agent, *,
         await asyncio.wait_for(provider.complete(request), timeout)
     except TimeoutError:
         raise ModelError(f"the model did not answer within {timeout:g} seconds", timed_out=True) from None
+    except httpx.InvalidURL:
+        raise ModelError(f"no request can be sent to the model at {settings.base_url!r:.200}") from None
     latency_ms = round((time.monotonic() - started) * 1000)
     return ModelCheck(model=settings.model or OFFLINE, latency_ms=latency_ms)
 

@@ -56,6 +56,16 @@ class ModelConfigError(ValueError):
         self.expected = expected
 
 
+def _is_http_url(value: str) -> bool:
+    """Whether a request can be sent to ``value``: http(s), a host, parsed as the HTTP client parses it."""
+    if not value.startswith(("https://", "http://")):
+        return False
+    try:
+        return bool(httpx.URL(value).host)
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return False
+
+
 def _path(field: str, name: str) -> str:
     return f"{field}.{name}" if field else name
 
@@ -119,10 +129,10 @@ class ModelSettings:
                 if fields[name] is None:
                     raise ModelConfigError(f"{_path(field, name)} is required for provider {OPENAI!r}",
                                            field=_path(field, name), expected="a non-empty string")
-            if not str(fields["base_url"]).startswith(("https://", "http://")):
-                raise ModelConfigError(f"{_path(field, 'base_url')} {fields['base_url']!r:.200} must be an http(s) "
-                                       "URL", field=_path(field, "base_url"), value=fields["base_url"],
-                                       expected="an http:// or https:// URL")
+            if not _is_http_url(str(fields["base_url"])):
+                raise ModelConfigError(f"{_path(field, 'base_url')} {fields['base_url']!r:.200} is not an http(s) "
+                                       "URL with a host", field=_path(field, "base_url"), value=fields["base_url"],
+                                       expected="an http:// or https:// URL, e.g. https://api.openai.com/v1")
         return cls(provider, fields["base_url"], fields["model"], fields["credential"], window)
 
     def as_config(self) -> dict[str, Any]:

@@ -33,7 +33,8 @@ SECRET_MAX_LENGTH: Final = credentials.SECRET_MAX_BYTES // 4
 #: (four of twenty characters leave sixteen unknown; a shorter secret gets no hint at all).
 HINT_CHARS: Final = 4
 HINT_MIN_LENGTH: Final = 20
-NO_KEY: Final[dict[int | str, dict[str, Any]]] = {503: {"model": ErrorBody, "description": f"this server has no credentials key (${KEY_ENV})"}}
+NO_KEY: Final[dict[int | str, dict[str, Any]]] = {
+    503: {"model": ErrorBody, "description": f"this server has no credentials key (${KEY_ENV})"}}
 
 CredentialName = Annotated[str, Path(min_length=1, max_length=credentials.SLUG_NAME_MAX_LENGTH,
                                      pattern=credentials.NAME_PATTERN,
