@@ -9,8 +9,8 @@ import base64
 import pytest
 from typer.testing import CliRunner
 
-from agentfy.cli import agents as agents_cli
 from agentfy.cli import app
+from agentfy.runtime import providers
 from agentfy.runtime.providers import Providers
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, credentials
@@ -70,7 +70,8 @@ def test_bad_input_is_a_usage_error_that_names_it(db_url: str, acme: Tenant, arg
 def test_the_model_is_set_shown_and_checked(db: Database, db_url: str, acme: Tenant,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeOpenAI(reply="ok")
-    monkeypatch.setattr(agents_cli, "Providers", lambda cipher=None: Providers(cipher=cipher, client=fake.client()))
+    # The command's providers, with the credentials key it found, reach the fake server whatever the URL.
+    monkeypatch.setattr(providers, "Providers", lambda cipher=None: Providers(cipher=cipher, client=fake.client()))
     where = ["--org", "acme", "--database-url", db_url]
     model = ["agents", "model", "set", "bot", "--provider", "openai", "--model", "gpt-test"]
     missing = runner.invoke(app, [*model, "--credential", "openai", *where])

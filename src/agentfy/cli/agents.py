@@ -9,7 +9,7 @@ runtime's providers, with the credential decrypted by the key ``agentfy serve`` 
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,14 +18,16 @@ from agentfy.cli.credentials import OrgOption, cipher, organization
 from agentfy.cli.options import DatabaseUrlOption
 from agentfy.cli.usage import table
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError, Scope
-from agentfy.runtime.model import ModelError
-from agentfy.runtime.model_check import check_model
-from agentfy.runtime.providers import OFFLINE, PROVIDERS, ModelConfigError, ModelSettings, Providers
 from agentfy.settings import Settings
 from agentfy.store.db import Database, Tx
 from agentfy.store.errors import NotFoundError
 from agentfy.store.repos import agents, credentials
 from agentfy.store.repos.agents import Agent
+
+if TYPE_CHECKING:
+    from agentfy.runtime.providers import ModelSettings, Providers
+
+# The runtime is imported inside the commands, not for every command: its model client loads the HTTP stack.
 
 group = typer.Typer(help="Agents: their model configuration.", no_args_is_help=True)
 model_group = typer.Typer(help="An agent's model: set it, show it, check it with one call.", no_args_is_help=True)
@@ -44,6 +46,8 @@ def resolved(tx: Tx, scope: Scope, ref: str, org: str) -> Agent:
 
 
 def settings_of(agent: Agent) -> ModelSettings:
+    from agentfy.runtime.providers import ModelConfigError, ModelSettings  # noqa: PLC0415
+
     try:
         return ModelSettings.of(agent)
     except ModelConfigError as error:
@@ -60,7 +64,8 @@ def show(settings: ModelSettings) -> None:
 @model_group.command("set")
 def set_model(
     agent: AgentArgument, org: OrgOption,
-    provider: Annotated[str, typer.Option("--provider", help=f"{' or '.join(PROVIDERS)}.")] = OFFLINE,
+    provider: Annotated[str, typer.Option("--provider", help="offline (the built-in model) or openai (any "
+                                          "OpenAI-compatible server).")] = "offline",
     base_url: Annotated[str | None, typer.Option("--base-url", show_default=False, help=(
         "The OpenAI-compatible server's API root, e.g. https://api.openai.com/v1 (required for openai)."))] = None,
     model: Annotated[str | None, typer.Option("--model", show_default=False,
@@ -73,6 +78,8 @@ def set_model(
 ) -> None:
     """Set AGENT's model (its config.model; the rest of its configuration is kept), checked as a run checks
     it. The credential must be stored in the organization."""
+    from agentfy.runtime.providers import ModelConfigError, ModelSettings  # noqa: PLC0415
+
     raw: dict[str, Any] = {name: value for name, value in (
         ("provider", provider), ("base_url", base_url), ("model", model), ("credential", credential),
         ("context_window", context_window)) if value is not None}
@@ -101,6 +108,8 @@ def show_model(agent: AgentArgument, org: OrgOption, database_url: DatabaseUrlOp
 
 def providers_for(settings: Settings, db: Database, agent: Agent) -> Providers:
     """The runtime's providers, with the credentials key when the agent's model needs a credential."""
+    from agentfy.runtime.providers import Providers  # noqa: PLC0415
+
     needs_key = settings_of(agent).credential is not None
     return Providers(cipher=cipher(settings, db) if needs_key else None)
 
@@ -109,6 +118,10 @@ def providers_for(settings: Settings, db: Database, agent: Agent) -> Providers:
 def check(agent: AgentArgument, org: OrgOption, database_url: DatabaseUrlOption = None) -> None:
     """Call AGENT's model once with a tiny prompt, as a run would: prints the model and the latency, or fails
     (exit 1) with the model's error. Nothing is stored."""
+    from agentfy.runtime.model import ModelError  # noqa: PLC0415
+    from agentfy.runtime.model_check import check_model  # noqa: PLC0415
+    from agentfy.runtime.providers import ModelConfigError  # noqa: PLC0415
+
     with organization(database_url, org) as (settings, db, scope):
         with db.transaction(write=False) as tx:
             found = resolved(tx, scope, agent, org)
