@@ -80,6 +80,15 @@ SCHEMA_INEXPRESSIBLE = (
                   r"the last message must be the user's message to the agent; .*",
                   "the last of the messages is the user's, with visible text: a rule on an array's last item, which "
                   "no keyword states (the earlier messages may be anything an OpenAI client sends)"),
+    Inexpressible(("agents.model.set",), "invalid_input", r"credential", r"credential .* is not stored in this.*",
+                  "the credential an agent's model names must be stored in the organization first: state, not a "
+                  "format"),
+    Inexpressible(("agents.model.set",), "invalid_input", r"base_url", r".* is not an http\(s\) URL with a host",
+                  "a URL a request can be sent to (a host, a valid port, IPv6 brackets, IDNA) is the HTTP client's "
+                  "grammar, not a pattern"),
+    Inexpressible(("agents.model.get", "agents.model.check"), "invalid_input", r"config\.model(\..*)?", r".*",
+                  "the agent's stored configuration (written by agents.create or agents.update, whose config is any "
+                  "JSON object) must be one a run can use: state, not the request's format"),
     Inexpressible(("knowledge.ingest",), "invalid_input", r"relations\[\d+\]\.(source|target)", r".*",
                   "a relation's index is below the number of entities and names an entity of the relation's own "
                   "agent: a relation between two arrays"),

@@ -32,6 +32,7 @@ from agentfy.store.repos import (
     agents,
     api_keys,
     channels,
+    credentials,
     cron,
     invitations,
     knowledge,
@@ -296,7 +297,22 @@ UNSCOPED: dict[str, Build] = {
     "vault.download": lambda w, c, s: Request("GET", f"/v1/vault/documents/{w.vault_document}"),
     "vault.delete": lambda w, c, s: Request("DELETE", f"/v1/vault/documents/{_fresh_vault(w)}"),
     "usage.list": lambda w, c, s: Request("GET", "/v1/usage?agent=bot"),
+    "credentials.put": lambda w, c, s: Request("PUT", f"/v1/credentials/{unique('cred')}", {"secret": "s3cret"}),
+    "credentials.list": lambda w, c, s: Request("GET", "/v1/credentials"),
+    "credentials.get": lambda w, c, s: Request("GET", f"/v1/credentials/{_fresh_credential(w)}"),
+    "credentials.delete": lambda w, c, s: Request("DELETE", f"/v1/credentials/{_fresh_credential(w)}"),
+    "agents.model.set": lambda w, c, s: Request("PUT", f"/v1/agents/{fresh_agent(w)}/model", {
+        "provider": "offline", "context_window": 1000}),
+    "agents.model.get": lambda w, c, s: Request("GET", "/v1/agents/bot/model"),
+    "agents.model.check": lambda w, c, s: Request("POST", "/v1/agents/bot/model/check"),
 }
+
+
+def _fresh_credential(world: World) -> str:
+    name = unique("cred")
+    with world.tx() as tx:
+        credentials.put_credential(tx, world.scope, CredentialCipher(b"k" * 32), name, b"s3cret")
+    return name
 
 
 def _fresh_org(world: World) -> str:
@@ -497,3 +513,22 @@ def test_every_websocket_method_by_every_caller_answers_as_the_table_says(db: Da
                 if status != want:
                     mismatches.append(f"{caller.name} {method}: {status or 'ok'}, expected {want or 'ok'}: {reply}")
     assert not mismatches, "\n".join(mismatches)
+
+
+def test_another_organizations_credentials_are_invisible_to_every_caller(db: Database, client: TestClient) -> None:
+    """A credential of another organization: every caller of this one sees the same answer as for no credential
+    (a 404 naming the name, or a list without it), whatever its role."""
+    world = build(db)
+    with world.tx() as tx:
+        credentials.put_credential(tx, world.other_org, CredentialCipher(b"k" * 32), "theirs", b"their-secret")
+    for caller in (c for c in world.callers.values() if not c.platform_admin):
+        for method, operation in (("GET", "credentials.get"), ("DELETE", "credentials.delete")):
+            allowed = expected(caller, operation, None, hidden=False) is None
+            answer = client.request(method, "/v1/credentials/theirs", headers=caller.headers)
+            assert answer.status_code == (404 if allowed else 403), (caller.name, method, answer.text)
+            assert "their-secret" not in answer.text
+        if expected(caller, "credentials.list", None, hidden=False) is None:
+            listed = client.get("/v1/credentials", headers=caller.headers).json()["items"]
+            assert "theirs" not in [item["name"] for item in listed]
+    with world.tx() as tx:
+        assert credentials.list_credential_names(tx, world.other_org) == ["theirs"]

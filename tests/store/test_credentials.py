@@ -109,3 +109,30 @@ def test_the_cipher_takes_a_32_byte_key_and_hides_it() -> None:
     assert "key hidden" in repr(cipher) and KEY.hex() not in repr(cipher)
     with pytest.raises(CredentialKeyError, match="must be 32 bytes"):
         CredentialCipher(b"short")
+
+
+def test_credentials_are_listed_with_their_dates_per_organization_never_the_secret(
+        db: Database, cipher: CredentialCipher) -> None:
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
+    with db.transaction() as tx:
+        credentials.put_credential(tx, acme, cipher, "openai", b"sk-a")
+        credentials.put_credential(tx, acme, cipher, "anthropic", b"sk-b")
+        credentials.put_credential(tx, globex, cipher, "theirs", b"sk-c")
+    with db.transaction(write=False) as tx:
+        listed = credentials.list_credentials(tx, acme)
+        assert [info.name for info in listed] == ["anthropic", "openai"]
+        assert all(info.created_at.endswith("Z") for info in listed)
+        assert credentials.credential_info(tx, acme, "openai") == listed[1]
+        assert "sk-" not in repr(listed)
+        with pytest.raises(NotFoundError):
+            credentials.credential_info(tx, acme, "theirs")  # another organization's: as if missing
+    with db.transaction() as tx:
+        credentials.put_credential(tx, acme, cipher, "openai", b"sk-rotated")
+        assert credentials.credential_info(tx, acme, "openai").created_at == listed[1].created_at
+
+
+@pytest.mark.parametrize(("name", "ok"), [("openai", True), ("openai-prod-2", True), ("a" * 63, True),
+                                          ("", False), ("a" * 64, False), ("Open", False), ("a--b", False),
+                                          ("-a", False), ("a b", False), (3, False)])
+def test_a_credential_name_is_a_slug(name: object, ok: bool) -> None:
+    assert (credentials.name_problem(name) is None) is ok

@@ -8,6 +8,8 @@ group, sharing :mod:`agentfy.cli.common` and :mod:`agentfy.cli.options`.
 * ``db upgrade | current | seed | scan-orphans | scan`` — migrations, development fixtures and the scans of
   stored values;
 * ``events stats | dead-letters | requeue | prune`` — operating the durable event bus;
+* ``credentials set | list | show | delete`` — an organization's named secrets (never shown);
+* ``agents model set | show | check`` — which model an agent talks to, and one call to check it;
 * ``admin rotate-key`` — the platform-admin API key;
 * ``cutover run | unfence`` — the ID cutover (docs/cutover.md);
 * ``config show`` — every setting in effect and where it came from (docs/configuration.md).
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from agentfy.cli import admin, chat, config, cutover, db, events, ids, serve, usage, worker
+from agentfy.cli import admin, agents, chat, config, credentials, cutover, db, events, ids, serve, usage, worker
 from agentfy.cli.common import (
     EXIT_FAILED,
     EXIT_OUTDATED,
@@ -40,6 +42,8 @@ app.command("worker")(worker.worker)
 app.command("serve")(serve.serve)
 app.command("chat")(chat.chat)
 app.command("usage")(usage.usage)
+app.add_typer(credentials.group, name="credentials")
+app.add_typer(agents.group, name="agents")
 app.add_typer(ids.group, name="id")
 app.add_typer(db.group, name="db")
 app.add_typer(events.group, name="events")
@@ -47,8 +51,8 @@ app.add_typer(admin.group, name="admin")
 app.add_typer(cutover.group, name="cutover")
 app.add_typer(config.group, name="config")
 
-__all__ = ["EXIT_FAILED", "EXIT_OUTDATED", "EXIT_UNAVAILABLE", "EXIT_USAGE", "admin", "app", "chat", "config",
-           "cutover", "db", "events", "ids", "main", "serve", "worker"]
+__all__ = ["EXIT_FAILED", "EXIT_OUTDATED", "EXIT_UNAVAILABLE", "EXIT_USAGE", "admin", "agents", "app", "chat",
+           "config", "credentials", "cutover", "db", "events", "ids", "main", "serve", "worker"]
 
 
 def main() -> None:

@@ -23,7 +23,9 @@ def chat(
     # Imported here, not for every command: the gateway app loads FastAPI and every route, the runtime its
     # model providers (about 270 modules between them), which would slow down `agentfy --help` and the rest.
     from agentfy.gateway.app import default_workspace_root  # noqa: PLC0415
+    from agentfy.keys import credentials_cipher  # noqa: PLC0415
     from agentfy.runtime import terminal  # noqa: PLC0415
+    from agentfy.runtime.providers import Providers  # noqa: PLC0415
 
     settings = resolve_settings(database_url=database_url)
     db = open_database(None, settings=settings)
@@ -41,8 +43,10 @@ def chat(
             except EOFError:
                 return None
 
+        # The key `agentfy serve` decrypts credentials with (a model's API key), when there is one.
+        providers = Providers(cipher=credentials_cipher(settings, db.url, create=False, required=False))
         asyncio.run(terminal.chat(db, target, workspace_root=settings.workspace_root or default_workspace_root(db),
-                                  conversation=conversation,
+                                  conversation=conversation, providers=providers,
                                   read=read, write=lambda text: out.print(text, highlight=False, markup=False,
                                                                           soft_wrap=True)))
     finally:

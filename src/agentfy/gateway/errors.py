@@ -64,11 +64,26 @@ ERROR_RESPONSES: Final[dict[int | str, dict[str, Any]]] = {
 MESSAGE_MAX_CHARS: Final = 1000
 
 
+#: Fields whose value is a secret (a credential, a bot token): an error about one never echoes the value, whoever
+#: raised it (the request's validation, a route, the store).  Matched on the field's last name
+#: (``secret``, ``channels[0].bot_token``).
+SECRET_FIELDS: Final = frozenset({"secret", "secret_token", "bot_token", "api_key", "token", "password"})
+
+
+def is_secret_field(field: object) -> bool:
+    """Whether ``field`` (a field path as an error names it) holds a secret: see :data:`SECRET_FIELDS`."""
+    return isinstance(field, str) and field.rsplit(".", 1)[-1].split("[", 1)[0] in SECRET_FIELDS
+
+
 def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
     """The one error body.  It can always be sent, whatever input it quotes: the echoed ``value`` is truncated
-    to 200 characters and a lone surrogate anywhere (value, field, message) is escaped."""
+    to 200 characters and a lone surrogate anywhere (value, field, message) is escaped.  The value of a secret
+    field (:data:`SECRET_FIELDS`) is never echoed: this is the one place every error body is made."""
     body: dict[str, Any] = {"code": code, "message": safe_text(message[:MESSAGE_MAX_CHARS])}
+    secret = is_secret_field(details.get("field"))
     for name, detail in details.items():
+        if name == "value" and secret:
+            continue
         if name == "value":
             echoed = shown(detail)
         elif isinstance(detail, str):

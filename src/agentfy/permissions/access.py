@@ -196,6 +196,15 @@ RULES: Final[dict[str, Rule]] = {
     "vault.delete": _r("operator", "delete a file"),
     # usage (what the agents cost: operators run them, admins pay for them)
     "usage.list": _r("operator", "read the organization's model token usage per agent and day"),
+    # the organization's credentials (secrets: managed by admins with an API key, never shown) and the
+    # model each agent spends them on
+    "credentials.put": _r("admin", "store or rotate a credential", api_key_only=True, team_keys=False),
+    "credentials.list": _r("admin", "list the organization's credentials (names only)", team_keys=False),
+    "credentials.get": _r("admin", "read a credential's name and dates", team_keys=False),
+    "credentials.delete": _r("admin", "delete a credential", api_key_only=True, team_keys=False),
+    "agents.model.set": _r("admin", "set an agent's model and the credential it uses"),
+    "agents.model.get": _r("admin", "read an agent's model configuration"),
+    "agents.model.check": _r("admin", "call an agent's model once to check it"),
 }
 
 

@@ -35,15 +35,42 @@ OFFLINE: Final = "offline"
 OPENAI: Final = "openai"
 PROVIDERS: Final = (OFFLINE, OPENAI)
 DEFAULT_CONTEXT_WINDOW: Final = 8_000
+#: The smallest context window a configuration may state (tokens).
+CONTEXT_WINDOW_MIN: Final = 500
 
 
 class ModelConfigError(ValueError):
-    """The agent's model configuration cannot be used (the message says which field and what is expected)."""
+    """The agent's model configuration cannot be used (the message says which field and what is expected).
+
+    ``field`` is the path of the offending field as the caller wrote it (``config.model.base_url`` in an
+    agent's configuration, ``base_url`` in the body of ``PUT /v1/agents/{agent}/model``), ``value`` the value
+    (``None`` when it is absent or not a scalar), ``expected`` what would do."""
+
+    def __init__(self, message: str, *, field: str | None = None, value: object = None,
+                 expected: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.value = value if isinstance(value, str | int | float) and not isinstance(value, bool) else None
+        self.expected = expected
+
+
+def _is_http_url(value: str) -> bool:
+    """Whether a request can be sent to ``value``: http(s), a host, parsed as the HTTP client parses it."""
+    if not value.startswith(("https://", "http://")):
+        return False
+    try:
+        return bool(httpx.URL(value).host)
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return False
+
+
+def _path(field: str, name: str) -> str:
+    return f"{field}.{name}" if field else name
 
 
 @dataclass(frozen=True, slots=True)
 class ModelSettings:
-    """An agent's ``config["model"]``, checked."""
+    """An agent's ``config["model"]``, checked (:meth:`parse`, the one validator of a model configuration)."""
 
     provider: str = OFFLINE
     base_url: str | None = None
@@ -53,34 +80,65 @@ class ModelSettings:
 
     @classmethod
     def of(cls, agent: Agent) -> ModelSettings:
+        """The settings of ``agent``'s ``config.model`` (:meth:`parse`; the message names the agent)."""
         raw: Any = agent.config.get("model") if isinstance(agent.config, dict) else None
+        try:
+            return cls.parse(raw)
+        except ModelConfigError as error:
+            raise ModelConfigError(f"agent {agent.agent_key}: {error}", field=error.field, value=error.value,
+                                   expected=error.expected) from None
+
+    @classmethod
+    def parse(cls, raw: object, *, field: str = "config.model") -> ModelSettings:
+        """``raw`` (a model configuration: ``None`` for the default) checked, or :class:`ModelConfigError`
+        naming the field (``field`` is where ``raw`` sits: ``config.model`` in an agent's configuration, ``""``
+        for a body that is the configuration itself), the value and what was expected.
+
+        The runtime (every run), the API (``PUT /v1/agents/{agent}/model``) and the command line call this:
+        a configuration one of them accepts, the others accept."""
         if raw is None:
             return cls()
         if not isinstance(raw, dict):
-            raise ModelConfigError(f"agent {agent.agent_key}: config.model {raw!r} must be an object like "
-                                   '{"provider": "openai", "base_url": …, "model": …}')
+            raise ModelConfigError(f"{field or 'the model configuration'} {raw!r:.100} must be an object like "
+                                   '{"provider": "openai", "base_url": …, "model": …}', field=field or None,
+                                   value=raw, expected="an object")
         provider = raw.get("provider", OFFLINE)
         if provider not in PROVIDERS:
-            raise ModelConfigError(f"agent {agent.agent_key}: config.model.provider {provider!r} is unknown; "
-                                   f"expected one of {', '.join(PROVIDERS)}")
+            raise ModelConfigError(f"{_path(field, 'provider')} {provider!r:.100} is unknown; expected one of "
+                                   f"{', '.join(PROVIDERS)}", field=_path(field, "provider"), value=provider,
+                                   expected=" or ".join(PROVIDERS))
         window = raw.get("context_window", DEFAULT_CONTEXT_WINDOW)
-        if type(window) is not int or window < 500:
-            raise ModelConfigError(f"agent {agent.agent_key}: config.model.context_window {window!r} must be an "
-                                   "integer of at least 500 (tokens)")
+        if type(window) is not int or window < CONTEXT_WINDOW_MIN:
+            raise ModelConfigError(f"{_path(field, 'context_window')} {window!r:.100} must be an integer of at "
+                                   f"least {CONTEXT_WINDOW_MIN} (tokens)", field=_path(field, "context_window"),
+                                   value=window, expected=f"an integer >= {CONTEXT_WINDOW_MIN}")
         fields = {name: raw.get(name) for name in ("base_url", "model", "credential")}
         for name, value in fields.items():
             if value is not None and (not isinstance(value, str) or not value):
-                raise ModelConfigError(f"agent {agent.agent_key}: config.model.{name} {value!r} must be a "
-                                       "non-empty string")
+                raise ModelConfigError(f"{_path(field, name)} {value!r:.100} must be a non-empty string",
+                                       field=_path(field, name), value=value, expected="a non-empty string")
+        if fields["credential"] is not None and credentials.name_problem(fields["credential"]) is not None:
+            problem = credentials.name_problem(fields["credential"])
+            raise ModelConfigError(f"{_path(field, 'credential')} {fields['credential']!r:.100}: {problem}",
+                                   field=_path(field, "credential"), value=fields["credential"],
+                                   expected="a credential name (a lower-case slug)")
         if provider == OPENAI:
             for name in ("base_url", "model"):
                 if fields[name] is None:
-                    raise ModelConfigError(f"agent {agent.agent_key}: config.model.{name} is required for "
-                                           f"provider {OPENAI!r}")
-            if not str(fields["base_url"]).startswith(("https://", "http://")):
-                raise ModelConfigError(f"agent {agent.agent_key}: config.model.base_url {fields['base_url']!r} "
-                                       "must be an http(s) URL")
+                    raise ModelConfigError(f"{_path(field, name)} is required for provider {OPENAI!r}",
+                                           field=_path(field, name), expected="a non-empty string")
+            if not _is_http_url(str(fields["base_url"])):
+                raise ModelConfigError(f"{_path(field, 'base_url')} {fields['base_url']!r:.200} is not an http(s) "
+                                       "URL with a host", field=_path(field, "base_url"), value=fields["base_url"],
+                                       expected="an http:// or https:// URL, e.g. https://api.openai.com/v1")
         return cls(provider, fields["base_url"], fields["model"], fields["credential"], window)
+
+    def as_config(self) -> dict[str, Any]:
+        """These settings as an agent's ``config.model`` (unset fields left out): what :meth:`parse` reads back."""
+        config: dict[str, Any] = {"provider": self.provider, "context_window": self.context_window}
+        config.update({name: value for name, value in (("base_url", self.base_url), ("model", self.model),
+                                                       ("credential", self.credential)) if value is not None})
+        return config
 
 
 class Providers:

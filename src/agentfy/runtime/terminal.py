@@ -21,6 +21,7 @@ from agentfy.agents.router import Router
 from agentfy.identity import AgentKey, OrgId, Scope
 from agentfy.permissions.channels import http_context
 from agentfy.runtime.inbound import Inbound
+from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
 from agentfy.store.db import Database
 from agentfy.store.errors import NotFoundError
@@ -76,9 +77,11 @@ def terminal_user() -> str:
 
 
 async def chat(db: Database, target: Target, *, workspace_root: Path, conversation: str,
-               read: Callable[[], str | None], write: Callable[[str], None]) -> int:
-    """Talk until ``read`` returns ``None`` or ``/quit``; returns the number of replies."""
-    runtime = Runtime(db, Router(db), workspace_root=workspace_root)
+               read: Callable[[], str | None], write: Callable[[str], None],
+               providers: Providers | None = None) -> int:
+    """Talk until ``read`` returns ``None`` or ``/quit``; returns the number of replies.  ``providers``: the
+    models, with the credentials key when the agent's model needs a stored credential (default: none)."""
+    runtime = Runtime(db, Router(db), workspace_root=workspace_root, providers=providers)
     context = http_context(terminal_user(), tenant_id=target.tenant_id, role="owner")
     replies = 0
     while True:

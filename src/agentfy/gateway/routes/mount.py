@@ -30,9 +30,11 @@ from agentfy.gateway.deps import authenticate
 from agentfy.gateway.errors import ERROR_RESPONSES
 from agentfy.gateway.openai import routes as openai
 from agentfy.gateway.routes import (
+    agent_model,
     agents,
     channels,
     chat,
+    credentials,
     cron,
     grants,
     heartbeat,
@@ -53,7 +55,7 @@ from agentfy.permissions.access import RULES
 ROUTERS: Final[tuple[APIRouter, ...]] = (
     agents.router, sessions.router, memory.router, knowledge.router, teams.router, orgs.router, skills.router,
     cron.router, links.router, grants.router, vault.router, ids.router, heartbeat.router, channels.router,
-    usage.router, chat.router, ws.router,
+    usage.router, credentials.router, agent_model.router, chat.router, ws.router,
 )
 
 #: Routers whose routes declare their own error responses, in another error shape: the OpenAI-compatible

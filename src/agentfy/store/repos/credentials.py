@@ -12,6 +12,7 @@ file: :mod:`agentfy.keys` reads both, with the one key-file policy; this module 
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass
 from typing import Any, Final
@@ -21,6 +22,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from agentfy.identity import OrgCredentialId, Scope
+from agentfy.identity.keys import SLUG_PATTERN
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UniqueViolation
 from agentfy.store.inputs import check_text
@@ -41,7 +43,36 @@ _BY_NAME: Final = sa.select(org_credentials.c.id, org_credentials.c.org_id, org_
 _REPLACE: Final = (sa.update(org_credentials).where(_IN_ORG, org_credentials.c.id == sa.bindparam("id"))
                    .values(nonce=sa.bindparam("nonce"), ciphertext=sa.bindparam("ciphertext")))
 _NAMES: Final = sa.select(org_credentials.c.name).where(_IN_ORG).order_by(org_credentials.c.name)
+_INFOS: Final = (sa.select(org_credentials.c.name, org_credentials.c.created_at).where(_IN_ORG)
+                 .order_by(org_credentials.c.name))
+_INFO: Final = _INFOS.where(org_credentials.c.name == sa.bindparam("name"))
 _DELETE: Final = sa.delete(org_credentials).where(_IN_ORG, org_credentials.c.name == sa.bindparam("name"))
+
+
+#: The name a person gives a credential (and an agent's ``config.model.credential`` refers to): a lower-case
+#: slug, the rule of agent keys and organization slugs, e.g. ``openai`` or ``openai-prod``.
+NAME_PATTERN: Final = SLUG_PATTERN
+#: The longest name a person may give (the store itself takes up to :data:`NAME_MAX_LENGTH`).
+SLUG_NAME_MAX_LENGTH: Final = 63
+_SLUG_NAME: Final = re.compile(NAME_PATTERN)
+
+
+def name_problem(value: object) -> str | None:
+    """Why ``value`` is not a credential name a person may give, or ``None`` if it is one."""
+    if not isinstance(value, str):
+        return f"expected a string, got {type(value).__name__}"
+    if not 1 <= len(value) <= SLUG_NAME_MAX_LENGTH or _SLUG_NAME.fullmatch(value) is None:
+        return (f"expected a lower-case slug of 1 to {SLUG_NAME_MAX_LENGTH} characters (a-z, 0-9 and single "
+                "hyphens), e.g. 'openai'")
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialInfo:
+    """What may be shown of a stored credential: its name and when it was first stored, never the secret."""
+
+    name: str
+    created_at: str
 
 
 class CredentialKeyError(StoreError):
@@ -150,6 +181,21 @@ def get_credential(tx: Tx, scope: Scope, cipher: CredentialCipher, name: str) ->
 def list_credential_names(tx: Tx, scope: Scope) -> list[str]:
     """The names of the organization's credentials (never the secrets), sorted."""
     return [row[0] for row in tx.all(_NAMES, {"tenant_id": scope.tenant_id})]
+
+
+def list_credentials(tx: Tx, scope: Scope) -> list[CredentialInfo]:
+    """The organization's credentials by name, with when each was first stored (never the secrets)."""
+    return [CredentialInfo(row[0], row[1]) for row in tx.all(_INFOS, {"tenant_id": scope.tenant_id})]
+
+
+def credential_info(tx: Tx, scope: Scope, name: str) -> CredentialInfo:
+    """The credential ``name`` of the scope's organization (never its secret); :class:`NotFoundError` if there
+    is none, another organization's included."""
+    name = check_text(name, "name", max_length=NAME_MAX_LENGTH)
+    row = tx.one(_INFO, {"tenant_id": scope.tenant_id, "name": name})
+    if row is None:
+        raise NotFoundError("credential", name)
+    return CredentialInfo(row[0], row[1])
 
 
 def delete_credential(tx: Tx, scope: Scope, name: str) -> None:
