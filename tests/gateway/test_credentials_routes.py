@@ -16,6 +16,7 @@ from pydantic import SecretStr
 
 from agentfy.gateway.app import create_app
 from agentfy.identity import Scope
+from agentfy.runtime.openai_compat import CallPolicy
 from agentfy.settings import Settings
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, credentials, orgs
@@ -61,6 +62,7 @@ def _app(db: Database, tmp_path: Path, fake: MockOpenAI, *, key: bytes | None = 
     settings = Settings(credentials_key=None if key is None else SecretStr(base64.b64encode(key).decode()))
     app = create_app(db, signing_secret=b"s" * 32, settings=settings, workspace_root=tmp_path / "ws")
     app.state.gateway.runtime.providers.clients = fake.clients()
+    app.state.gateway.runtime.providers.policy = CallPolicy(attempts=1)  # a refusal answers at once
     if key is None:
         app.state.gateway.runtime.providers.cipher = None  # an embedded database would make its own key file
     return app

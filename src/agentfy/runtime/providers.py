@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+import httpx
+
 from agentfy.identity import Scope
 from agentfy.runtime.model import ModelProvider
 from agentfy.runtime.offline import OfflineProvider
