@@ -66,9 +66,16 @@ class FakePlatforms:
     #: The ID each ``sendMessage`` was answered with, by its index in ``requests``.
     sent_ids: dict[int, int] = field(default_factory=dict)
 
+    #: API methods (``editMessageText``) whose calls fail as a lost connection would, once each.
+    down_once: set[str] = field(default_factory=set)
+
     def handle(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content) if request.content else None
         self.requests.append((request.method, str(request.url), body))
+        method = str(request.url).rsplit("/", 1)[-1]
+        if method in self.down_once:
+            self.down_once.discard(method)
+            raise httpx.ConnectError("the fake API is down", request=request)
         message_id = 1
         if str(request.url).endswith("/sendMessage"):  # each sent message has its own ID, as on Telegram
             message_id, self.next_message_id = self.next_message_id, self.next_message_id + 1

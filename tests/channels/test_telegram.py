@@ -384,3 +384,13 @@ def test_a_misconfigured_model_says_to_ask_an_admin(gateway: Gateway, bound: str
     ((_, _, body),) = gateway.platforms.requests
     assert body["text"].startswith("The agent's model is not configured correctly (agent support: "
                                    "config.model.provider 'gpt' is unknown). Please ask an admin")
+
+
+def test_progress_that_cannot_be_shown_never_fails_the_run(gateway: Gateway, bound: str) -> None:
+    clock = FakeClock()
+    gateway.state.clock = clock
+    gateway.runtime.pieces, gateway.runtime.clock, gateway.runtime.step = ["one", " two", " three"], clock, 2.0
+    gateway.platforms.down_once = {"editMessageText"}  # the first edit is lost: streaming stops, the end is sent
+    assert post(gateway, message()).status_code == 200
+    calls = [(url.rsplit("/", 1)[1], body["text"]) for _, url, body in gateway.platforms.requests]
+    assert calls == [("sendMessage", "one"), ("editMessageText", "one two"), ("editMessageText", "one two three")]

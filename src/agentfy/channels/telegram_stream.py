@@ -11,7 +11,9 @@ as it needs (:func:`agentfy.channels.delivery.chunks`), the first being the edit
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
+from typing import Final
 
 import httpx
 
@@ -19,6 +21,8 @@ from agentfy.channels.delivery import chunks
 from agentfy.channels.telegram import MESSAGE_MAX_CHARS, Addressed
 from agentfy.channels.telegram_api import edit_message, send_message
 from agentfy.runtime.inbound import Reply
+
+logger: Final = logging.getLogger("agentfy.channels")
 
 Token = Callable[[], Awaitable[str]]
 
@@ -35,6 +39,7 @@ class TelegramReply:
         self._shown = ""  # what the first message says now
         self._message_id: int | None = None
         self._edited_at = 0.0
+        self._streaming = True  # until showing a piece fails: the run goes on, the end is sent whole
 
     async def _bot(self) -> str:
         if self._bot_token is None:
@@ -55,15 +60,22 @@ class TelegramReply:
         self._edited_at = self._clock()
 
     async def piece(self, text: str) -> None:
-        """One streamed piece: shown now if it is the first or the interval has passed, else at the next."""
+        """One streamed piece: shown now if it is the first or the interval has passed, else at the next.
+        Never raises into the run: a failure to show progress is logged and the reply is sent at the end."""
         self._text += text
-        if not self._text.strip():
+        if not self._streaming or not self._text.strip():
             return  # Telegram refuses a message of white space
         if self._message_id is None and self._shown:
             return  # the first sendMessage was refused: the final reply is sent whole
         if self._shown and self._clock() - self._edited_at < self._interval:
             return
-        await self._show(self._text[:MESSAGE_MAX_CHARS])
+        try:
+            await self._show(self._text[:MESSAGE_MAX_CHARS])
+        except Exception as error:  # the platform's API, or the bot token: the turn itself is not at fault
+            self._streaming = False
+            logger.warning("channels.progress_failed", extra={
+                "tenant_id": self._to.inbound.tenant_id, "agent_id": self._to.inbound.context.agent_id,
+                "conversation": self._to.inbound.conversation, "error_type": type(error).__name__})
 
     async def send(self, reply: Reply) -> None:
         """The whole reply: the first message edited to its first part, the rest sent after it."""
