@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from agentfy.runtime.model import ModelError
 from agentfy.store.db import Database
 from agentfy.store.repos import agents
 from tests.channels.helpers import DISCORD_API, Gateway
@@ -199,3 +200,13 @@ def test_a_bad_binding_is_422_and_writes_nothing(db: Database, gateway: Gateway,
     assert answer.status_code == 422 and answer.json()["error"]["field"] == field
     with db.transaction(write=False) as tx:
         assert tx.scalar(sa.text("SELECT count(*) FROM channel_bindings")) == 0
+
+
+def test_a_model_that_fails_replaces_thinking_with_a_note(gateway: Gateway, key: Ed25519PrivateKey,
+                                                          bound: str) -> None:
+    gateway.runtime.error = ModelError("the model at https://llm.example/v1 answered HTTP 503")
+    send(gateway, key, command())
+    ((method, url, body),) = gateway.platforms.requests
+    assert method == "PATCH" and url.endswith("/messages/@original")
+    assert body["content"].startswith("The agent's model could not answer (the model at https://llm.example/v1 "
+                                      "answered HTTP 503). Please try again in a minute")

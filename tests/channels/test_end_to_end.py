@@ -63,11 +63,10 @@ class Live:
         meanwhile (for turns that start no background task, which could send messages of its own)."""
         before = len(self.platforms.requests)
         self.post(bot, secret, text, sender=sender, chat=chat, chat_type=chat_type)
-        sent = self.platforms.requests[before:]
-        assert len(sent) == 1, sent
-        _, url, payload = sent[0]
-        assert url.endswith("/sendMessage") and payload["chat_id"] == chat
-        return str(payload["text"])
+        shown = self.platforms.shown(before)  # the reply streams in: one message, edited as it grows
+        assert len(shown) == 1, self.platforms.requests[before:]
+        assert shown[0]["chat_id"] == chat
+        return str(shown[0]["text"])
 
     def files(self) -> dict[str, str]:
         return {str(p.relative_to(self.workspace)): p.read_text() for p in sorted(self.workspace.rglob("*"))
@@ -219,8 +218,8 @@ def test_a_subagent_and_a_delegate_act_for_the_original_sender_and_announce_to_t
         start = len(live.platforms.requests)
         live.post("SupportBot", "acme-secret-0123456789-abcdefgh", command)
         # the turn's own reply (to message 42) is delivered by the time the webhook's turn is done
-        assert [body["text"] for _, url, body in live.platforms.requests[start:]
-                if url.endswith("/sendMessage") and body.get("reply_parameters", {}).get("message_id") == 42
+        assert [body["text"] for body in live.platforms.shown(start)
+                if body.get("reply_parameters", {}).get("message_id") == 42
                 and body["text"].startswith(replied)], live.platforms.requests[start:]
         _wait_idle(live)
     # both wrote with Alice's grant, each in its own agent's workspace of the group
@@ -235,7 +234,7 @@ def test_a_subagent_and_a_delegate_act_for_the_original_sender_and_announce_to_t
     assert [(role, sender) for role, sender, _ in announced] == [("user", str(ALICE)), ("user", str(ALICE))]
     # ... and the agent's answers to them reached the group's chat, beside the turns' own replies (in no set
     # order: an announcement's turn does not wait for the reply of the turn that started the task to be sent)
-    sent = [body for _, url, body in live.platforms.requests[before:] if url.endswith("/sendMessage")]
+    sent = live.platforms.shown(before)
     assert len(sent) == 4 and all(body["chat_id"] == GROUP_CHAT for body in sent)
     assert {body["text"] for body in sent if "reply_parameters" not in body} == {
         f"@support heard: write_file: wrote sub.txt (2 bytes) for {ALICE}",

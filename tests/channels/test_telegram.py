@@ -4,16 +4,19 @@ PostgreSQL)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from agentfy.identity import Scope
+from agentfy.runtime.model import ModelError
+from agentfy.runtime.providers import ModelConfigError
 from agentfy.settings import SettingsError, load_settings
 from agentfy.store.db import Database
 from agentfy.store.repos import agents
-from tests.channels.helpers import TELEGRAM_API, Gateway
+from tests.channels.helpers import TELEGRAM_API, FakeClock, Gateway
 from tests.helpers.tenants import Tenant
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
@@ -309,3 +312,85 @@ def test_the_api_bases_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(SettingsError, match=r"telegram\.api_base 'ftp://nope': Value error, 'ftp://nope' is not an "
                                             r"http\(s\) URL|telegram\.api_base 'ftp://nope': 'ftp://nope' is not"):
         load_settings()
+
+
+# -- streaming and failures -----------------------------------------------------------------------------------
+def test_a_streamed_reply_is_sent_then_edited_at_most_once_a_second(gateway: Gateway, bound: str) -> None:
+    clock = FakeClock()
+    gateway.state.clock = clock
+    # pieces 0.4 s apart: sent with the first, edited when a second has passed (the 4th and 7th), then the end
+    gateway.runtime.pieces = ["Hel", "lo", " the", "re", " my", " friend", "!", " Bye"]
+    gateway.runtime.clock, gateway.runtime.step = clock, 0.4
+    assert post(gateway, message(chat_id=SENDER, chat_type="private", text="hi")).status_code == 200
+    calls = [(url.rsplit("/", 1)[1], body["text"]) for _, url, body in gateway.platforms.requests]
+    assert calls == [("sendMessage", "Hel"), ("editMessageText", "Hello there"),
+                     ("editMessageText", "Hello there my friend!"), ("editMessageText", "Hello there my friend! Bye")]
+    assert all(body["message_id"] == 1 and body["chat_id"] == SENDER
+               for _, url, body in gateway.platforms.requests[1:])
+    assert [m["text"] for m in gateway.platforms.shown()] == ["Hello there my friend! Bye"]
+
+
+def test_the_edit_interval_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTFY_TELEGRAM_EDIT_INTERVAL_SECONDS", "2.5")
+    assert load_settings().channels().telegram.edit_interval_seconds == 2.5
+    monkeypatch.setenv("AGENTFY_TELEGRAM_EDIT_INTERVAL_SECONDS", "0")
+    with pytest.raises(SettingsError, match="edit_interval_seconds"):
+        load_settings()
+
+
+def test_a_long_streamed_reply_ends_split_at_telegrams_limit(gateway: Gateway, bound: str) -> None:
+    gateway.state.clock = FakeClock()
+    gateway.runtime.pieces = ["x" * 3000, "y" * 3000]
+    assert post(gateway, message()).status_code == 200
+    shown = gateway.platforms.shown()
+    assert [m["text"] for m in shown] == ["x" * 3000 + "y" * 1096, "y" * 1904]
+    assert shown[0]["reply_parameters"]["message_id"] == 42 and "reply_parameters" not in shown[1]
+
+
+def test_a_model_that_fails_gets_the_person_a_note_not_silence(gateway: Gateway, bound: str) -> None:
+    gateway.runtime.error = ModelError("the model at https://llm.example/v1 answered HTTP 503")
+    assert post(gateway, message()).status_code == 200
+    ((_, url, body),) = gateway.platforms.requests
+    assert url.endswith("/sendMessage") and body["chat_id"] == GROUP_CHAT
+    assert body["text"].startswith("The agent's model could not answer (the model at https://llm.example/v1 "
+                                   "answered HTTP 503). Please try again in a minute")
+    assert "support" in body["text"] and TOKEN not in body["text"]
+
+
+def test_a_run_that_fails_mid_stream_is_edited_to_the_note(gateway: Gateway, bound: str) -> None:
+    gateway.state.clock = FakeClock()
+    gateway.runtime.pieces = ["half an", " answer"]
+    gateway.runtime.error = ModelError("the model at https://llm.example/v1 did not answer in time", timed_out=True)
+    assert post(gateway, message()).status_code == 200
+    (shown,) = gateway.platforms.shown()
+    assert shown["text"].startswith("The agent's model did not answer in time") and "half" not in shown["text"]
+
+
+def test_an_unexpected_failure_gives_a_reference_never_the_exception(gateway: Gateway, bound: str,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    gateway.runtime.error = RuntimeError("SELECT secret FROM vault")
+    with caplog.at_level(logging.ERROR, logger="agentfy.channels"):
+        assert post(gateway, message()).status_code == 200
+    ((_, _, body),) = gateway.platforms.requests
+    assert body["text"].startswith("Something went wrong while the agent was answering (reference ")
+    assert "SELECT" not in body["text"] and "vault" not in body["text"]
+    (record,) = [r for r in caplog.records if r.message == "channels.handler_failed"]
+    assert record.__dict__["reference"] in body["text"]  # the admin finds the person's reference in the log
+
+
+def test_a_misconfigured_model_says_to_ask_an_admin(gateway: Gateway, bound: str) -> None:
+    gateway.runtime.error = ModelConfigError("agent support: config.model.provider 'gpt' is unknown")
+    assert post(gateway, message()).status_code == 200
+    ((_, _, body),) = gateway.platforms.requests
+    assert body["text"].startswith("The agent's model is not configured correctly (agent support: "
+                                   "config.model.provider 'gpt' is unknown). Please ask an admin")
+
+
+def test_progress_that_cannot_be_shown_never_fails_the_run(gateway: Gateway, bound: str) -> None:
+    clock = FakeClock()
+    gateway.state.clock = clock
+    gateway.runtime.pieces, gateway.runtime.clock, gateway.runtime.step = ["one", " two", " three"], clock, 2.0
+    gateway.platforms.down_once = {"editMessageText"}  # the first edit is lost: streaming stops, the end is sent
+    assert post(gateway, message()).status_code == 200
+    calls = [(url.rsplit("/", 1)[1], body["text"]) for _, url, body in gateway.platforms.requests]
+    assert calls == [("sendMessage", "one"), ("editMessageText", "one two"), ("editMessageText", "one two three")]

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from fastapi import FastAPI
 
 from agentfy.gateway.app import create_app
 from agentfy.identity.roles import ROLES
@@ -25,6 +26,7 @@ from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, orgs
 from tests.helpers.databases import IN_CI
 from tests.helpers.tenants import Tenant, make_tenant
+from tests.runtime.helpers import FailingProvider
 
 pytestmark = pytest.mark.slow
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -58,7 +60,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def served(sqlite_db: Database) -> Iterator[tuple[str, Tenant]]:
+def served(sqlite_db: Database) -> Iterator[tuple[str, Tenant, FastAPI]]:
     tenant = make_tenant(sqlite_db, "acme", keys=ROLES)
     with sqlite_db.transaction() as tx:
         agents.create_agent(tx, tenant.scope, agent_key="support", display_name="Support")
@@ -76,7 +78,7 @@ def served(sqlite_db: Database) -> Iterator[tuple[str, Tenant]]:
         while not server.started:
             assert time.monotonic() < deadline, "the gateway did not start"
             time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}", tenant
+        yield f"http://127.0.0.1:{port}", tenant, app
     finally:
         server.should_exit = True
         thread.join(timeout=10)
@@ -92,11 +94,24 @@ def _wait(condition: Any, what: str, timeout: float = 15) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_sign_in_list_agents_talk_and_see_live_events(browser: Any, served: tuple[str, Tenant],
+def _signed_in(browser: Any, base: str, tenant: Tenant) -> Any:
+    """Sign in as the operator person and open the chat with ``support``; returns its button."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{base}/chat/")
+    browser.find_element(By.ID, "api-key").send_keys(tenant.keys["person"])
+    browser.find_element(By.ID, "sign-in-button").click()
+    button = _wait(lambda: browser.find_elements(By.CSS_SELECTOR, "#agents button[data-agent='support']"),
+                   "the agent list")[0]
+    button.click()
+    return button
+
+
+def test_sign_in_list_agents_talk_and_see_live_events(browser: Any, served: tuple[str, Tenant, FastAPI],
                                                      sqlite_db: Database) -> None:
     from selenium.webdriver.common.by import By
 
-    base, tenant = served
+    base, tenant, _ = served
     browser.get(f"{base}/chat/")
     by_id = lambda name: browser.find_element(By.ID, name)  # noqa: E731
 
@@ -118,9 +133,29 @@ def test_sign_in_list_agents_talk_and_see_live_events(browser: Any, served: tupl
     replies = _wait(lambda: [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#messages .msg.agent")],
                     "the agent's reply")
     assert replies == ["@support heard: hello there"]  # the offline model's answer, through the real runtime
+    # it was rendered as the pieces arrived (the offline model streams word by word), then made the reply
+    (reply,) = browser.find_elements(By.CSS_SELECTOR, "#messages .msg.agent")
+    assert int(reply.get_attribute("data-pieces")) > 1 and "streaming" not in reply.get_attribute("class")
 
     with sqlite_db.transaction() as tx:  # another client's change reaches the page live
         agents.create_agent(tx, tenant.scope, agent_key="newcomer")
     # The page already lists the turn's run events, so wait for this one, not for any.
     events = lambda: [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#events .event")]  # noqa: E731
     _wait(lambda: "agent.created newcomer" in events(), "the live event of the new agent")
+
+
+def test_a_run_that_fails_mid_reply_shows_the_failure_note_instead(browser: Any,
+                                                                  served: tuple[str, Tenant, FastAPI]) -> None:
+    from selenium.webdriver.common.by import By
+
+    base, tenant, app = served
+    app.state.gateway.runtime.providers.offline = FailingProvider(pieces=["half of ", "an answer"])
+    _signed_in(browser, base, tenant)
+    browser.find_element(By.ID, "message-text").send_keys("hello")
+    browser.find_element(By.ID, "send").click()
+    errors = _wait(lambda: [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#messages .msg.error")],
+                   "the failure note")
+    assert errors == ["502 The agent's model could not answer (the model at http://model.test/v1 answered HTTP "
+                      "503). Please try again in a minute; if it keeps failing, ask an admin to check the agent's "
+                      "model settings (config.model of agent support)."]
+    assert browser.find_elements(By.CSS_SELECTOR, "#messages .msg.agent") == []  # nothing half-written stays

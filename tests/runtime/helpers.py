@@ -4,12 +4,13 @@ the run events."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
 from agentfy.gateway.rpc.broadcast import AgentEvent
 from agentfy.identity.context import RequestContext
 from agentfy.runtime.inbound import Inbound, Reply
+from agentfy.runtime.model import ModelError, ModelRequest, ModelResponse, TextSink
 from agentfy.runtime.runner import Runtime
 from tests.helpers.tenants import Tenant
 
@@ -42,3 +43,17 @@ class CollectedEvents:
 
     def names(self) -> list[str]:
         return [event.name for _, event in self.events]
+
+
+class FailingProvider:
+    """A model that streams ``pieces`` (if any) and then fails with ``error`` (a 503 by default)."""
+
+    def __init__(self, error: ModelError | None = None, *, pieces: Sequence[str] = ()) -> None:
+        self.error = error or ModelError("the model at http://model.test/v1 answered HTTP 503")
+        self.pieces = tuple(pieces)
+
+    async def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelResponse:
+        for piece in self.pieces:
+            if on_text is not None:
+                await on_text(piece)
+        raise self.error

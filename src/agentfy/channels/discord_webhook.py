@@ -6,7 +6,8 @@ an unknown application, a missing, malformed or wrong signature, or a stale time
 nothing else happens.  The tenant and agent are the binding's.  A PING is answered PONG; a slash command is
 answered "thinking…" (a deferred response, type 5) at once, and the agent's turn and the reply (through the
 REST API) run after the response (:mod:`agentfy.channels.delivery`): Discord allows 3 seconds for the first
-answer.  A command that is not for the agent gets an ephemeral message saying why.
+answer.  A failed run replaces "thinking…" with the failure note (:mod:`agentfy.runtime.failures`).  A
+command that is not for the agent gets an ephemeral message saying why.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
 from agentfy.channels import discord
-from agentfy.channels.delivery import run_turn
+from agentfy.channels.delivery import Surface, run_turn
 from agentfy.channels.discord_api import send_reply
 from agentfy.channels.discord_interactions import PING, Interaction
 from agentfy.channels.payloads import parse_body
@@ -79,5 +80,8 @@ async def discord_interactions(application: str, request: Request, binding: Disc
     async def send(reply: Reply) -> None:
         await send_reply(state.client(), state.settings.discord.api_base, found, reply.text)
 
-    background.add_task(run_turn, handler, found.inbound, send)
+    async def fail(note: str) -> None:  # the failure note replaces "thinking…"
+        await send_reply(state.client(), state.settings.discord.api_base, found, note)
+
+    background.add_task(run_turn, handler, found.inbound, Surface(send, fail))
     return DEFERRED_MESSAGE

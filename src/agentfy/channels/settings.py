@@ -3,6 +3,8 @@ settings object (:mod:`agentfy.settings`) and the part of it the webhooks take.
 
 ``telegram.api_base`` (``AGENTFY_TELEGRAM_API_BASE``, default ``https://api.telegram.org``),
 ``discord.api_base`` (``AGENTFY_DISCORD_API_BASE``, default ``https://discord.com/api/v10``) and
+``telegram.edit_interval_seconds`` (``AGENTFY_TELEGRAM_EDIT_INTERVAL_SECONDS``, default 1: how often a reply
+that streams in is edited, Telegram's limit being about one message a second per chat) and
 ``channel_api_timeout_seconds`` are settings of :class:`agentfy.settings.Settings`; each section is defined
 here, once, and validated when the settings are built (a base that is not an ``http(s)`` URL is refused
 naming the setting).  :class:`ChannelSettings` is the frozen value the webhooks are given, so tests can
@@ -17,6 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 #: Seconds a call to a chat platform's API may take before it fails (the reply is then logged as lost).
 API_TIMEOUT_SECONDS: Final = 30.0
+#: Seconds between two edits of a Telegram reply that is streaming in (Telegram allows about one message a
+#: second in a chat; an edit counts as one).
+EDIT_INTERVAL_SECONDS: Final = 1.0
 
 
 def _http_url(value: str) -> str:
@@ -42,6 +47,8 @@ class TelegramSettings(_PlatformApi):
     """The Bot API server (``api.telegram.org``, or a self-hosted one)."""
 
     api_base: str = "https://api.telegram.org"
+    #: The least time between two edits of a streaming reply (the final edit, with the whole text, is not held).
+    edit_interval_seconds: float = Field(default=EDIT_INTERVAL_SECONDS, ge=0.1, le=60)
 
 
 class DiscordSettings(_PlatformApi):

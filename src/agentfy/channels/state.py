@@ -10,6 +10,7 @@ that would call it answers 503 and calls nothing, so the platform retries later 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -42,6 +43,8 @@ class ChannelState:
     handler: MessageHandler | None = None
     transport: httpx.AsyncBaseTransport | None = None
     cipher_override: CredentialCipher | None = None
+    #: The clock streaming replies are throttled by (tests give their own, so nothing sleeps).
+    clock: Callable[[], float] = time.monotonic
     _cipher: CredentialCipher | None = field(default=None, init=False, repr=False)
     _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
     _client_loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)

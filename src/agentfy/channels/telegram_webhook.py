@@ -6,7 +6,8 @@ binding by the username in the path and compares the header's SHA-256 with the s
 an unknown bot, a missing or wrong token are the same 401, and nothing else happens.  The tenant and agent
 are the binding's.  Then the update is parsed (422 naming the field if it is not an update), the message
 checked for being addressed to the bot (200 ``{"ok": true, "ignored": reason}`` if not), and accepted (200):
-the agent's turn and the ``sendMessage`` run after the response (:mod:`agentfy.channels.delivery`).
+the agent's turn and the reply run after the response (:mod:`agentfy.channels.delivery`), the reply edited
+as it streams in and replaced by the failure note if the run fails (:mod:`agentfy.channels.telegram_stream`).
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
 from agentfy.channels import telegram
-from agentfy.channels.delivery import run_turn
+from agentfy.channels.delivery import Surface, run_turn
 from agentfy.channels.payloads import parse_body
 from agentfy.channels.state import ChannelState, channels_of
-from agentfy.channels.telegram_api import send_reply
+from agentfy.channels.telegram_stream import TelegramReply
 from agentfy.channels.telegram_updates import TelegramUpdate
 from agentfy.errors import ApiError
-from agentfy.runtime.inbound import Reply
 from agentfy.store.repos import channels as bindings
 from agentfy.store.repos.channels import ChannelBinding
 
@@ -88,13 +88,13 @@ async def telegram_webhook(bot: str, request: Request, binding: TelegramBot,
         return {"ok": True, "ignored": found}
     handler = state.require_handler()
 
-    async def send(reply: Reply) -> None:
-        if not reply.text:
-            return
-        token = await run_in_threadpool(_token, state, binding)
-        if token is None:
+    async def token() -> str:
+        found_token = await run_in_threadpool(_token, state, binding)
+        if found_token is None:
             raise ValueError(f"the binding of @{binding.name} has no bot token")
-        await send_reply(state.client(), state.settings.telegram.api_base, token, found, reply.text)
+        return found_token
 
-    background.add_task(run_turn, handler, found.inbound, send)
+    reply = TelegramReply(state.client(), state.settings.telegram.api_base, token, found,
+                          interval=state.settings.telegram.edit_interval_seconds, clock=state.clock)
+    background.add_task(run_turn, handler, found.inbound, Surface(reply.send, reply.fail, on_text=reply.piece))
     return {"ok": True}

@@ -18,8 +18,9 @@ def chat(
     create: Annotated[bool, typer.Option("--create", help="Create the organization and agent if missing.")] = False,
     database_url: DatabaseUrlOption = None,
 ) -> None:
-    """Talk to an agent from the terminal: one line in, the reply out (/end completes the conversation, /quit or
-    Ctrl-D stops).  Uses the agent's model (the offline model unless configured)."""
+    """Talk to an agent from the terminal: one line in, the reply out as it streams (/end completes the
+    conversation, /quit or Ctrl-D stops).  Uses the agent's model (the offline model unless configured); a
+    model that fails is said in a line, and the conversation goes on."""
     # Imported here, not for every command: the gateway app loads FastAPI and every route, the runtime its
     # model providers (about 270 modules between them), which would slow down `agentfy --help` and the rest.
     from agentfy.gateway.app import default_workspace_root  # noqa: PLC0415
@@ -46,8 +47,9 @@ def chat(
         # The key `agentfy serve` decrypts credentials with (a model's API key), when there is one.
         providers = Providers(cipher=credentials_cipher(settings, db.url, create=False, required=False))
         asyncio.run(terminal.chat(db, target, workspace_root=settings.workspace_root or default_workspace_root(db),
-                                  conversation=conversation, providers=providers,
-                                  read=read, write=lambda text: out.print(text, highlight=False, markup=False,
-                                                                          soft_wrap=True)))
+                                  conversation=conversation, providers=providers, read=read,
+                                  write=lambda text: out.print(text, highlight=False, markup=False, soft_wrap=True),
+                                  write_piece=lambda piece: out.print(piece, highlight=False, markup=False,
+                                                                      soft_wrap=True, end="")))
     finally:
         db.dispose()

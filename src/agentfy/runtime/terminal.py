@@ -6,12 +6,17 @@ with the ``owner`` role, because whoever can run this command holds the database
 
 Lines: anything is sent to the agent; ``/end`` completes the conversation (``session.completed`` is published,
 and the consolidation workers make it episodic memory) and starts a new one; ``/quit`` or end of input stops.
+
+The reply is printed as the model streams it.  A run that fails prints the failure note of
+:mod:`agentfy.runtime.failures` (what failed and what to do) and the conversation goes on; a terminal cannot
+take back what it printed, so a reply cut short is followed by the note on its own line, saying it is cut.
 """
 
 from __future__ import annotations
 
 import asyncio
 import getpass
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +25,7 @@ from typing import Final
 from agentfy.agents.router import Router
 from agentfy.identity import AgentKey, OrgId, Scope
 from agentfy.permissions.channels import http_context
+from agentfy.runtime.failures import failure_note, failure_reference
 from agentfy.runtime.inbound import Inbound
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
@@ -27,7 +33,11 @@ from agentfy.store.db import Database
 from agentfy.store.errors import NotFoundError
 from agentfy.store.repos import agents, orgs
 
+logger: Final = logging.getLogger("agentfy.runtime")
+
 CHANNEL: Final = "terminal"
+#: Said before the failure note when part of the reply was already printed.
+CUT_SHORT: Final = "(the reply above is cut short)"
 END: Final = "/end"
 QUIT: Final = "/quit"
 
@@ -78,9 +88,11 @@ def terminal_user() -> str:
 
 async def chat(db: Database, target: Target, *, workspace_root: Path, conversation: str,
                read: Callable[[], str | None], write: Callable[[str], None],
-               providers: Providers | None = None) -> int:
-    """Talk until ``read`` returns ``None`` or ``/quit``; returns the number of replies.  ``providers``: the
-    models, with the credentials key when the agent's model needs a stored credential (default: none)."""
+               providers: Providers | None = None, write_piece: Callable[[str], None] | None = None) -> int:
+    """Talk until ``read`` returns ``None`` or ``/quit``; returns the number of replies.  ``write`` prints a
+    line; ``write_piece``, when given, prints the reply's pieces as they stream (no line end: the reply's end
+    gets one), else the reply is printed whole.  ``providers``: the models, with the credentials key when the
+    agent's model needs a stored credential (default: none)."""
     runtime = Runtime(db, Router(db), workspace_root=workspace_root, providers=providers)
     context = http_context(terminal_user(), tenant_id=target.tenant_id, role="owner")
     replies = 0
@@ -96,8 +108,29 @@ async def chat(db: Database, target: Target, *, workspace_root: Path, conversati
             ended = await runtime.end_conversation(inbound)
             write(f"(conversation ended: {ended.session_key})" if ended else "(nothing to end)")
             continue
-        reply = await runtime(inbound)
+        streamed = False
+
+        async def show(piece: str) -> None:
+            nonlocal streamed
+            streamed = True
+            assert write_piece is not None
+            write_piece(piece)
+
+        try:
+            reply = await runtime(inbound, on_text=show if write_piece is not None else None)
+        except Exception as error:
+            reference = failure_reference()
+            logger.exception("terminal.run_failed", extra={"reference": reference,
+                                                           "agent_key": target.agent_key})
+            if streamed and write_piece is not None:
+                write_piece("\n")
+                write(CUT_SHORT)
+            write(failure_note(error, agent=target.agent_key, reference=reference))
+            continue
+        if streamed and write_piece is not None:
+            write_piece("\n")  # the pieces were the reply
+        else:
+            write(reply.text if reply.text is not None else "(no reply)")
         await runtime.wait_idle()
-        write(reply.text if reply.text is not None else "(no reply)")
         replies += 1
     return replies

@@ -2,7 +2,8 @@
 // agent events.  No build step: plain JavaScript against the gateway's HTTP and WebSocket APIs.
 "use strict";
 
-// The runtime's HTTP chat endpoint: {"text", "conversation"} -> {"reply", "session_key"}.
+// The runtime's HTTP chat endpoint: {"text", "conversation", "stream": true} -> server-sent events: "delta"
+// {"text"} per piece of the reply, then "reply" {"reply", "session_key"} or "error" {"error": {…, "status"}}.
 const MESSAGES_PATH = "/v1/agents/{agent}/messages";
 
 const state = { key: null, agent: null, socket: null, conversation: "web:" + randomId() };
@@ -29,6 +30,44 @@ async function api(method, path, body) {
     throw new Error(response.status + " " + message);
   }
   return data;
+}
+
+function failure(status, data, fallback) {
+  const message = (data && data.error && data.error.message) || fallback;
+  return new Error(status + " " + message);
+}
+
+// POST a message with stream: true; onDelta gets each piece, the reply body is returned, a failure thrown
+// (before the stream: the HTTP error; during it: the "error" event).
+async function streamMessage(path, body, onDelta) {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { Authorization: "Bearer " + state.key, "Content-Type": "application/json" },
+    body: JSON.stringify(Object.assign({ stream: true }, body)),
+  });
+  if (!response.ok) {
+    throw failure(response.status, await response.json().catch(() => ({})), response.statusText);
+  }
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error("the answer ended before the reply");
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const fields = {};
+      for (const line of buffer.slice(0, end).split("\n")) {
+        const colon = line.indexOf(": ");
+        if (colon > 0) fields[line.slice(0, colon)] = line.slice(colon + 2);
+      }
+      buffer = buffer.slice(end + 2);
+      const data = JSON.parse(fields.data || "null");
+      if (fields.event === "delta") onDelta(data.text);
+      else if (fields.event === "reply") return data;
+      else if (fields.event === "error") throw failure(data.error.status, data, "the run failed");
+    }
+  }
 }
 
 function append(list, className, text) {
@@ -78,11 +117,26 @@ async function sendMessage(event) {
   if (!text || !state.agent) return;
   $("message-text").value = "";
   append("messages", "msg user", text);
+  let item = null;  // the agent's reply as it streams in
   try {
     const path = MESSAGES_PATH.replace("{agent}", encodeURIComponent(state.agent));
-    const answer = await api("POST", path, { text, conversation: state.conversation });
-    if (answer.reply) append("messages", "msg agent", answer.reply);
+    const answer = await streamMessage(path, { text, conversation: state.conversation }, (piece) => {
+      if (item === null) {
+        item = append("messages", "msg agent streaming", "");
+        item.dataset.pieces = "0";
+      }
+      item.textContent += piece;
+      item.dataset.pieces = String(Number(item.dataset.pieces) + 1);
+    });
+    if (answer.reply && item === null) item = append("messages", "msg agent", "");
+    if (item !== null) {
+      if (answer.reply) item.textContent = answer.reply;  // the pieces join to it; the reply is the record
+      else item.remove();
+      item.classList.remove("streaming");
+    }
   } catch (error) {
+    // Nothing half-written stays: the failure note replaces the part of the reply already shown.
+    if (item !== null) item.remove();
     append("messages", "msg error", error.message);
   }
 }
