@@ -10,7 +10,8 @@ group, sharing :mod:`agentfy.cli.common` and :mod:`agentfy.cli.options`.
 * ``events stats | dead-letters | requeue | prune`` — operating the durable event bus;
 * ``admin rotate-key`` — the platform-admin API key;
 * ``cutover run | unfence`` — the ID cutover (docs/cutover.md);
-* ``config show`` — every setting in effect and where it came from (docs/configuration.md).
+* ``config show`` — every setting in effect and where it came from (docs/configuration.md);
+* ``channels pairing approve | allow | list | policy`` — who may talk to an agent through its bots.
 
 Every option is also a setting of :mod:`agentfy.settings` (command line over file over environment over
 default).  Help texts escape ``[`` (``\\[default: …]``): Rich would read ``[default: 1]`` as markup and drop it.
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from agentfy.cli import admin, chat, config, cutover, db, events, ids, serve, usage, worker
+from agentfy.cli import admin, channels, chat, config, cutover, db, events, ids, serve, usage, worker
 from agentfy.cli.common import (
     EXIT_FAILED,
     EXIT_OUTDATED,
@@ -46,9 +47,10 @@ app.add_typer(events.group, name="events")
 app.add_typer(admin.group, name="admin")
 app.add_typer(cutover.group, name="cutover")
 app.add_typer(config.group, name="config")
+app.add_typer(channels.group, name="channels")
 
-__all__ = ["EXIT_FAILED", "EXIT_OUTDATED", "EXIT_UNAVAILABLE", "EXIT_USAGE", "admin", "app", "chat", "config",
-           "cutover", "db", "events", "ids", "main", "serve", "worker"]
+__all__ = ["EXIT_FAILED", "EXIT_OUTDATED", "EXIT_UNAVAILABLE", "EXIT_USAGE", "admin", "app", "channels", "chat",
+           "config", "cutover", "db", "events", "ids", "main", "serve", "worker"]
 
 
 def main() -> None:

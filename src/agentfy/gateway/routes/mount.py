@@ -29,6 +29,7 @@ from agentfy.gateway.deps import authenticate
 from agentfy.gateway.errors import ERROR_RESPONSES
 from agentfy.gateway.routes import (
     agents,
+    channel_access,
     channels,
     chat,
     cron,
@@ -51,7 +52,7 @@ from agentfy.permissions.access import RULES
 ROUTERS: Final[tuple[APIRouter, ...]] = (
     agents.router, sessions.router, memory.router, knowledge.router, teams.router, orgs.router, skills.router,
     cron.router, links.router, grants.router, vault.router, ids.router, heartbeat.router, channels.router,
-    usage.router, chat.router, ws.router,
+    channel_access.router, usage.router, chat.router, ws.router,
 )
 
 
