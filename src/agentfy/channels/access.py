@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from agentfy.store.db import Database
+from agentfy.store.errors import UniqueViolation
 from agentfy.store.repos import channel_access
 from agentfy.store.repos.channel_access import ChannelPolicy
 from agentfy.store.repos.channels import ChannelBinding
@@ -63,8 +64,11 @@ def admit(db: Database, binding: ChannelBinding, policy: ChannelPolicy, sender_i
         return ADMITTED
     if policy.dm_policy == "allowlist":
         return Verdict(False, "the sender is not on the agent's allowlist", REFUSAL)
-    with db.transaction() as tx:
-        code = channel_access.request_pairing(tx, scope, agent_id, binding.platform, sender_id)
+    try:
+        with db.transaction() as tx:
+            code = channel_access.request_pairing(tx, scope, agent_id, binding.platform, sender_id)
+    except UniqueViolation:  # the sender's other message, at the same moment, made the code: remind this one
+        code = None
     if code is None:
         return Verdict(False, "the sender's pairing is awaiting approval", PAIRING_PENDING)
     return Verdict(False, "the sender was sent a pairing code", PAIRING_REPLY.format(code=format_code(code)))
