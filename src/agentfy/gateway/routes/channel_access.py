@@ -56,8 +56,9 @@ class SenderOut(Strict):
 
 
 class ApproveIn(Strict):
-    code: str = Field(min_length=1, max_length=20, description="The pairing code the sender was given "
-                                                               "(any case; a dash between its halves is ignored).")
+    code: str = Field(min_length=1, max_length=20, pattern=channel_access.CODE_PATTERN,
+                      description="The pairing code the sender was given (any case; a dash between its halves "
+                                  "is ignored).")
 
 
 def policy_out(policy: ChannelPolicy) -> PolicyOut:

@@ -17,6 +17,7 @@ Every function takes the tenant scope explicitly and filters by it; another tena
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -40,6 +41,9 @@ _ALLOWED: Final = {"dm_policy": DM_POLICIES, "group_policy": GROUP_POLICIES}
 #: The pairing code's alphabet: upper-case letters and digits without the ones read as each other.
 CODE_ALPHABET: Final = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH: Final = 8
+_LETTER: Final = "".join(sorted(set(CODE_ALPHABET + CODE_ALPHABET.lower())))
+#: A code as it may be typed: its characters in any case, spaces and dashes anywhere (the API states it).
+CODE_PATTERN: Final = rf"^[ -]*(?:[{_LETTER}][ -]*){{{CODE_LENGTH}}}$"
 PAIRING_TTL: Final = timedelta(hours=1)
 SENDER_ID_MAX_DIGITS: Final = 20
 
@@ -220,7 +224,7 @@ def approve(tx: Tx, scope: Scope, agent_id: str, code: str, *, at: datetime | No
     code already used or expired is :class:`ConflictError` saying which (the code itself is never echoed)."""
     agent_id = _agent(tx, scope, agent_id)
     canonical = normalize_code(code)
-    if len(canonical) != CODE_LENGTH or any(c not in CODE_ALPHABET for c in canonical):
+    if re.fullmatch(CODE_PATTERN, code) is None:
         raise InvalidInputError(f"invalid code: a pairing code is {CODE_LENGTH} characters of {CODE_ALPHABET}",
                                 field="code", value=None)
     row = tx.one(_BY_CODE, {"tenant_id": scope.tenant_id, "agent_id": agent_id, "digest": code_digest(canonical)})
