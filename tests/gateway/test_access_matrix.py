@@ -31,6 +31,7 @@ from agentfy.store.db import Database
 from agentfy.store.repos import (
     agents,
     api_keys,
+    channel_access,
     channels,
     credentials,
     cron,
@@ -273,6 +274,16 @@ UNSCOPED: dict[str, Build] = {
         "application_id": str(10**17 + next(_counter)), "public_key": "ab" * 32}),
     "channels.list": lambda w, c, s: Request("GET", "/v1/agents/bot/channels"),
     "channels.unbind": lambda w, c, s: Request("DELETE", f"/v1/agents/{_fresh_bound_agent(w)}/channels/telegram"),
+    "channels.access.get": lambda w, c, s: Request("GET", "/v1/agents/bot/channel-access"),
+    "channels.access.set": lambda w, c, s: Request("PUT", "/v1/agents/bot/channel-access", {"group_policy": "mention"}),
+    "channels.allowlist.list": lambda w, c, s: Request("GET", "/v1/agents/bot/channel-access/allowlist"),
+    "channels.allowlist.add": lambda w, c, s: Request("POST", "/v1/agents/bot/channel-access/allowlist", {
+        "platform": "telegram", "sender_id": str(next(_counter))}),
+    "channels.allowlist.remove": lambda w, c, s: Request(
+        "DELETE", f"/v1/agents/bot/channel-access/allowlist/telegram/{_fresh_allowed(w)}"),
+    "channels.pairings.list": lambda w, c, s: Request("GET", "/v1/agents/bot/channel-access/pairings"),
+    "channels.pairings.approve": lambda w, c, s: Request("POST", "/v1/agents/bot/channel-access/pairings/approve",
+                                                         {"code": _fresh_code(w)}),
     "cron.create": lambda w, c, s: Request("POST", "/v1/agents/bot/cron-jobs", {"schedule": "@hourly"}),
     "skills.create": lambda w, c, s: Request("POST", "/v1/skills", {"name": unique("sk"), "content": "c"}),
     "skills.list": lambda w, c, s: Request("GET", "/v1/skills"),
@@ -348,6 +359,20 @@ def _fresh_bound_agent(world: World) -> str:
         channels.bind(tx, world.scope, CredentialCipher(b"k" * 32), agent_id, "telegram", address=address,
                       name=address, verifier="0" * 64, token=None)
     return agent_id
+
+
+def _fresh_allowed(world: World) -> str:
+    sender = str(next(_counter))
+    with world.tx() as tx:
+        channel_access.allow(tx, world.scope, world.agent_id, "telegram", sender)
+    return sender
+
+
+def _fresh_code(world: World) -> str:
+    with world.tx() as tx:
+        code = channel_access.request_pairing(tx, world.scope, world.agent_id, "telegram", str(next(_counter)))
+    assert code is not None
+    return code
 
 
 def _fresh_grant(world: World) -> str:

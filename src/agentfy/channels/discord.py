@@ -9,7 +9,11 @@ from now is refused too, so a captured request cannot be replayed later.
 
 Identity (as every channel builds it, through :func:`agentfy.permissions.channels.discord_context`): in a guild
 the SCOPE is ``guild:<guildID>:user:<senderID>`` and the ACTOR the sender's snowflake; in a DM both are the
-sender.  The message is the command's ``message`` option (or its first string option).
+sender.  The message is the command's ``message`` option (or its first string option), without mentions of
+the bot (``<@id>``, ``<@!id>``: a command is addressed to the bot already), so ``/ask message:<@bot> /tool …``
+reaches the runtime as ``/tool …``; a message that is only the mention is "no message".  Slash commands are
+always addressed to the bot, so the agent's group policy has nothing to decide here; its DM policy applies to
+commands run in a DM (:mod:`agentfy.channels.access`, applied by the webhook).
 """
 
 from __future__ import annotations
@@ -76,6 +80,15 @@ class Addressed:
     inbound: Inbound
     application_id: str
     token: str
+    sender_id: str = ""  # the sender's snowflake, for the agent's DM policy
+    direct: bool = False  # run in a DM (no guild)
+
+
+def strip_mentions(text: str, bot_id: str) -> str:
+    """``text`` without Discord's mentions of the bot (``<@id>``, ``<@!id>``) and the spaces after them,
+    trimmed; a text that mentions the bot nowhere is returned as is."""
+    stripped = re.sub(rf"<@!?{re.escape(bot_id)}>[ \t]*", "", text)
+    return text if stripped == text else stripped.strip()
 
 
 def _text(interaction: Interaction) -> str | None:
@@ -104,6 +117,7 @@ def addressed(interaction: Interaction, binding: ChannelBinding) -> Addressed | 
     if sender.bot:
         return "sent by a bot"
     text = _text(interaction)
+    text = None if text is None else strip_mentions(text, binding.address)
     if not text:
         return "no message: use the command's message option"
     text = check_text(text, "data.options.value", max_length=len(text))
@@ -114,4 +128,5 @@ def addressed(interaction: Interaction, binding: ChannelBinding) -> Addressed | 
                     else f"{CHANNEL}:dm:{place}")
     inbound = Inbound(tenant_id=binding.tenant_id, agent_key=AgentKey(binding.agent_key), context=context,
                       channel=CHANNEL, conversation=conversation, text=text, message_id=interaction.id)
-    return Addressed(inbound, interaction.application_id, interaction.token)
+    return Addressed(inbound, interaction.application_id, interaction.token, sender.id,
+                     direct=interaction.guild_id is None)

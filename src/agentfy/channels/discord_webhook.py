@@ -7,7 +7,9 @@ nothing else happens.  The tenant and agent are the binding's.  A PING is answer
 answered "thinking…" (a deferred response, type 5) at once, and the agent's turn and the reply (through the
 REST API) run after the response (:mod:`agentfy.channels.delivery`): Discord allows 3 seconds for the first
 answer.  A failed run replaces "thinking…" with the failure note (:mod:`agentfy.runtime.failures`).  A
-command that is not for the agent gets an ephemeral message saying why.
+command that is not for the agent gets an ephemeral message saying why; so does a command run in a DM by a
+sender the agent's DM policy refuses (:mod:`agentfy.channels.access`: the refusal, or the pairing code, which
+only the sender sees), and nothing reaches the runtime.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
-from agentfy.channels import discord
+from agentfy.channels import access, discord
 from agentfy.channels.delivery import Surface, run_turn
 from agentfy.channels.discord_api import send_reply
 from agentfy.channels.discord_interactions import PING, Interaction
@@ -75,6 +77,12 @@ async def discord_interactions(application: str, request: Request, binding: Disc
     found = discord.addressed(interaction, binding)
     if isinstance(found, str):
         return {"type": 4, "data": {"content": f"Not sent to the agent: {found}.", "flags": EPHEMERAL}}
+    policy = await run_in_threadpool(access.policy_of, state.db, binding)
+    verdict = await run_in_threadpool(access.admit, state.db, binding, policy, found.sender_id,
+                                      direct=found.direct)
+    if not verdict.admitted:
+        return {"type": 4, "data": {"content": verdict.reply or f"Not sent to the agent: {verdict.reason}.",
+                                    "flags": EPHEMERAL}}
     handler = state.require_handler()
 
     async def send(reply: Reply) -> None:

@@ -5,9 +5,11 @@ which Telegram sends in ``X-Telegram-Bot-Api-Secret-Token``.  :func:`verify_tele
 binding by the username in the path and compares the header's SHA-256 with the stored one in constant time;
 an unknown bot, a missing or wrong token are the same 401, and nothing else happens.  The tenant and agent
 are the binding's.  Then the update is parsed (422 naming the field if it is not an update), the message
-checked for being addressed to the bot (200 ``{"ok": true, "ignored": reason}`` if not), and accepted (200):
-the agent's turn and the reply run after the response (:mod:`agentfy.channels.delivery`), the reply edited
-as it streams in and replaced by the failure note if the run fails (:mod:`agentfy.channels.telegram_stream`).
+checked for being addressed to the bot under the agent's group policy (200 ``{"ok": true, "ignored": reason}``
+if not), a DM's sender checked against the agent's DM policy (:mod:`agentfy.channels.access`: a refused sender
+is sent the refusal or a pairing code, and nothing reaches the runtime), and accepted (200): the agent's turn
+and the reply run after the response (:mod:`agentfy.channels.delivery`), the reply edited as it streams in
+and replaced by the failure note if the run fails (:mod:`agentfy.channels.telegram_stream`).
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
-from agentfy.channels import telegram
-from agentfy.channels.delivery import Surface, run_turn
+from agentfy.channels import access, telegram
+from agentfy.channels.delivery import Surface, logger, run_turn
 from agentfy.channels.payloads import parse_body
 from agentfy.channels.state import ChannelState, channels_of
+from agentfy.channels.telegram_api import send_reply
 from agentfy.channels.telegram_stream import TelegramReply
 from agentfy.channels.telegram_updates import TelegramUpdate
 from agentfy.errors import ApiError
@@ -83,9 +86,16 @@ async def telegram_webhook(bot: str, request: Request, binding: TelegramBot,
     """Accept one update for the bot (see the module docstring)."""
     state = channels_of(request)
     update = parse_body(TelegramUpdate, await request.body())
-    found = telegram.addressed(update, binding)
+    policy = await run_in_threadpool(access.policy_of, state.db, binding)
+    found = telegram.addressed(update, binding, group_policy=policy.group_policy)
     if isinstance(found, str):
         return {"ok": True, "ignored": found}
+    verdict = await run_in_threadpool(access.admit, state.db, binding, policy, found.sender_id,
+                                      direct=not found.in_group)
+    if not verdict.admitted:
+        if verdict.reply is not None:
+            background.add_task(_tell, state, binding, found, verdict.reply)
+        return {"ok": True, "ignored": verdict.reason}
     handler = state.require_handler()
 
     async def token() -> str:
@@ -98,3 +108,14 @@ async def telegram_webhook(bot: str, request: Request, binding: TelegramBot,
                           interval=state.settings.telegram.edit_interval_seconds, clock=state.clock)
     background.add_task(run_turn, handler, found.inbound, Surface(reply.send, reply.fail, on_text=reply.piece))
     return {"ok": True}
+
+
+async def _tell(state: ChannelState, binding: ChannelBinding, to: telegram.Addressed, text: str) -> None:
+    """Send a refused sender the access policy's answer (never the runtime's); a failure is logged, not raised
+    (the update was already acknowledged)."""
+    try:
+        token = await run_in_threadpool(_token, state, binding)
+        if token is not None:
+            await send_reply(state.client(), state.settings.telegram.api_base, token, to, text)
+    except Exception:
+        logger.warning("channels.telegram.access_reply_lost", exc_info=True)

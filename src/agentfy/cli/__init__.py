@@ -12,7 +12,8 @@ group, sharing :mod:`agentfy.cli.common` and :mod:`agentfy.cli.options`.
 * ``agents model set | show | check`` — which model an agent talks to, and one call to check it;
 * ``admin rotate-key`` — the platform-admin API key;
 * ``cutover run | unfence`` — the ID cutover (docs/cutover.md);
-* ``config show`` — every setting in effect and where it came from (docs/configuration.md).
+* ``config show`` — every setting in effect and where it came from (docs/configuration.md);
+* ``channels pairing approve | allow | list | policy`` — who may talk to an agent through its bots.
 
 Every option is also a setting of :mod:`agentfy.settings` (command line over file over environment over
 default).  Help texts escape ``[`` (``\\[default: …]``): Rich would read ``[default: 1]`` as markup and drop it.
@@ -25,7 +26,21 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from agentfy.cli import admin, agents, chat, config, credentials, cutover, db, events, ids, serve, usage, worker
+from agentfy.cli import (
+    admin,
+    agents,
+    channels,
+    chat,
+    config,
+    credentials,
+    cutover,
+    db,
+    events,
+    ids,
+    serve,
+    usage,
+    worker,
+)
 from agentfy.cli.common import (
     EXIT_FAILED,
     EXIT_OUTDATED,
@@ -50,9 +65,10 @@ app.add_typer(events.group, name="events")
 app.add_typer(admin.group, name="admin")
 app.add_typer(cutover.group, name="cutover")
 app.add_typer(config.group, name="config")
+app.add_typer(channels.group, name="channels")
 
-__all__ = ["EXIT_FAILED", "EXIT_OUTDATED", "EXIT_UNAVAILABLE", "EXIT_USAGE", "admin", "agents", "app", "chat",
-           "config", "credentials", "cutover", "db", "events", "ids", "main", "serve", "worker"]
+__all__ = ["EXIT_FAILED", "EXIT_OUTDATED", "EXIT_UNAVAILABLE", "EXIT_USAGE", "admin", "agents", "app", "channels",
+           "chat", "config", "credentials", "cutover", "db", "events", "ids", "main", "serve", "worker"]
 
 
 def main() -> None:

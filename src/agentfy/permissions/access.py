@@ -189,6 +189,14 @@ RULES: Final[dict[str, Rule]] = {
     "channels.discord.bind": _r("admin", "bind a Discord application to an agent"),
     "channels.list": _r("operator", "list an agent's chat-platform bindings"),
     "channels.unbind": _r("admin", "unbind an agent's bot"),
+    # who may talk to an agent through its bots (each sender reaching it spends the organization's credits)
+    "channels.access.get": _r("admin", "read an agent's DM and group policy"),
+    "channels.access.set": _r("admin", "set an agent's DM and group policy"),
+    "channels.allowlist.list": _r("admin", "list the senders allowed to message an agent"),
+    "channels.allowlist.add": _r("admin", "allow a sender to message an agent"),
+    "channels.allowlist.remove": _r("admin", "take a sender off an agent's allowlist"),
+    "channels.pairings.list": _r("admin", "list an agent's pending pairings"),
+    "channels.pairings.approve": _r("admin", "approve a pairing code, allowing its sender"),
     # vault (agent-level files, no person's scope)
     "vault.upload": _r("member", "store files for an agent"),
     "vault.list": _r("member", "list an agent's files"),

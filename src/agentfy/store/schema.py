@@ -606,6 +606,46 @@ channel_bindings = sa.Table(
     id_check("agent_id"),
 )
 
+# Who may talk to an agent through its bots (agentfy.channels.access): the agent's policy for direct messages
+# and for group chats (no row: ``open`` and ``mention``), and the senders it knows by platform and the sender's
+# numeric ID: ``allowed`` (the allowlist) or ``pending`` (a pairing code was sent; only the code's SHA-256 is
+# kept, and it stays after approval so a second use is told apart from a wrong code).
+channel_access = sa.Table(
+    "channel_access",
+    metadata,
+    tenant(),
+    ref("agent_id", "agents.id", on_delete="CASCADE", primary_key=True),
+    sa.Column("dm_policy", sa.Text, nullable=False, comment="open, allowlist or pairing"),
+    sa.Column("group_policy", sa.Text, nullable=False, comment="mention or all"),
+    sa.Column("updated_at", sa.Text, nullable=False),
+    sa.CheckConstraint("dm_policy IN ('open', 'allowlist', 'pairing')", name="dm_policy_known"),
+    sa.CheckConstraint("group_policy IN ('mention', 'all')", name="group_policy_known"),
+    id_check("tenant_id"),
+    id_check("agent_id"),
+)
+
+channel_senders = sa.Table(
+    "channel_senders",
+    metadata,
+    tenant(),
+    ref("agent_id", "agents.id", on_delete="CASCADE"),
+    sa.Column("platform", sa.Text, nullable=False),
+    sa.Column("sender_id", sa.Text, nullable=False, comment="the platform's numeric user ID, as decimal text"),
+    sa.Column("status", sa.Text, nullable=False, comment="allowed or pending"),
+    sa.Column("code_digest", sa.Text, nullable=True, comment="SHA-256 (hex) of the pairing code; NULL if none"),
+    sa.Column("expires_at", sa.Text, nullable=True, comment="when the pairing code stops working"),
+    created_at(),
+    sa.Column("approved_at", sa.Text, nullable=True),
+    sa.PrimaryKeyConstraint("agent_id", "platform", "sender_id"),
+    sa.Index("ix_channel_senders_agent_id_code_digest", "agent_id", "code_digest"),
+    sa.CheckConstraint("platform IN ('telegram', 'discord')", name="platform_known"),
+    sa.CheckConstraint("status IN ('allowed', 'pending')", name="status_known"),
+    sa.CheckConstraint("length(sender_id) BETWEEN 1 AND 20 AND trim(sender_id, '0123456789') = ''",
+                       name="sender_id_is_number"),
+    id_check("tenant_id"),
+    id_check("agent_id"),
+)
+
 # The change feed's log on SQLite: every change a transaction records is also written here, in that
 # transaction, so another process on the same file (a CLI command beside `agentfy serve`) is heard: each
 # process tails the log for changes made by others.  PostgreSQL uses LISTEN/NOTIFY and leaves it empty.
