@@ -64,5 +64,10 @@ def test_a_run_streams_a_typed_tool_call_and_the_reply(db: Database, tmp_path: P
     assert "no memory matches 'launch'" in tool_result["content"]
     with db.transaction(write=False) as tx:
         stored = sessions.list_messages(tx, acme.scope, reply.session_key)
-    assert "search_memory(query='launch' limit=2) -> no memory matches 'launch'" in [m.content for m in stored]
+    # The call is stored as a structure with its typed arguments, its result answering it by ID.
+    call = next(m for m in stored if m.tool_calls)
+    assert [(c.id, c.name, dict(c.arguments)) for c in call.tool_calls] == [
+        ("c1", "search_memory", {"query": "launch", "limit": 2})]
+    answered = next(m for m in stored if m.role == "tool")
+    assert answered.tool_call_id == "c1" and answered.content == "no memory matches 'launch'"
     runtime.close()
