@@ -185,9 +185,10 @@ def test_errors_are_openais_classes_and_shape(served: Served) -> None:
 
 
 def test_other_routes_keep_agentfys_error_shape(served: Served) -> None:
-    answer = httpx.get(f"{served.base}/v1/agents/rival", headers={"Authorization": f"Bearer {served.key}"})
+    answer = httpx.get(f"{served.base}/v1/agents/rival", headers={"Authorization": f"Bearer {served.key}"},
+                       timeout=30)
     assert answer.status_code == 404 and answer.json()["error"]["code"] == "not_found"
-    unauthenticated = httpx.get(f"{served.base}/v1/models")
+    unauthenticated = httpx.get(f"{served.base}/v1/models", timeout=30)
     assert unauthenticated.status_code == 401
     assert unauthenticated.json() == {"error": {"message": unauthenticated.json()["error"]["message"],
                                                 "type": "invalid_request_error", "param": None,
