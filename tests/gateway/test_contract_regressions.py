@@ -180,7 +180,8 @@ def test_a_message_of_white_space_only_is_422_naming_text(client: TestClient, pe
 
 def test_the_document_states_the_message_rule(client: TestClient) -> None:
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
-    assert schemas["MessageToAgent"]["properties"]["text"]["pattern"] == VISIBLE_TEXT_PATTERN
+    # The HTTP body (MessageBody: the message and whether to stream) and the WebSocket's share the rule.
+    assert schemas["MessageBody"]["properties"]["text"]["pattern"] == VISIBLE_TEXT_PATTERN
 
 
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=6)

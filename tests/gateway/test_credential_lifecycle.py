@@ -232,9 +232,10 @@ def test_a_malformed_authorization_header_is_401(app_client: TestClient, header:
 def test_the_openapi_document_declares_the_bearer_scheme_and_is_small(app_client: TestClient) -> None:
     raw = app_client.get("/openapi.json")
     # About 1 MB before the document was compacted; 156 KB since it states every input rule the server enforces
-    # (patterns, lengths, one-of rules: what generated clients need), 171 KB with the credentials and model
-    # operations.  The bound catches a regression to the uncompacted document, not the rules.
-    assert len(raw.content) < 180_000, len(raw.content)
+    # (patterns, lengths, one-of rules: what generated clients need), 195 KB with the credentials, model, channel
+    # access and OpenAI-compatible operations.  The bound catches a regression to the uncompacted document (five
+    # times this size), not the rules or new operations.
+    assert len(raw.content) < 220_000, len(raw.content)
     spec = raw.json()
     assert spec["components"]["securitySchemes"]["bearer"] == {
         "type": "http", "scheme": "bearer",

@@ -24,6 +24,7 @@ from agentfy.store.orphans import scan
 from agentfy.store.repos import (
     agents,
     api_keys,
+    channel_access,
     channels,
     cron,
     invitations,
@@ -160,6 +161,8 @@ def build_graph(db: Database, slug: str) -> Graph:
                       verifier="0" * 64, token=b"1:token")
         channels.bind(tx, scope, cipher, b, "discord", address=str(len(slug)) * 18, name=str(len(slug)) * 18,
                       verifier="0" * 64, token=None)
+        channel_access.set_policy(tx, scope, a, dm_policy="allowlist")
+        channel_access.allow(tx, scope, a, "telegram", "1001")
     return Graph(scope, a, b, c, a_notes, a_shared, b_shared, team, other_team, api_key, task_ab, task_a,
                  other_task, attachment_a, attachment_b, link_bc, "session-b")
 
