@@ -157,5 +157,5 @@ def test_a_run_that_fails_mid_reply_shows_the_failure_note_instead(browser: Any,
                    "the failure note")
     assert errors == ["502 The agent's model could not answer (the model at http://model.test/v1 answered HTTP "
                       "503). Please try again in a minute; if it keeps failing, ask an admin to check the agent's "
-                      "model settings (config.model of agent support)."]
+                      "model settings (`agentfy agents model check support`)."]
     assert browser.find_elements(By.CSS_SELECTOR, "#messages .msg.agent") == []  # nothing half-written stays

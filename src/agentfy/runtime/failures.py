@@ -20,7 +20,7 @@ from agentfy.runtime.providers import ModelConfigError
 
 #: What a person is asked to do when the model keeps failing or is misconfigured: an admin can read and fix
 #: the agent's ``config.model`` (``PATCH /v1/agents/{agent}``).
-ADMIN_HINT = "ask an admin to check the agent's model settings (config.model of agent {agent})"
+ADMIN_HINT = "ask an admin to check the agent's model settings (`agentfy agents model check {agent}`)"
 
 
 def failure_reference() -> str:
