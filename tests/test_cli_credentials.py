@@ -46,6 +46,9 @@ def test_set_list_show_rotate_delete(db: Database, db_url: str, acme: Tenant,
     listed = runner.invoke(app, ["credentials", "list", *where])
     shown = runner.invoke(app, ["credentials", "show", "openai", *where])
     assert "openai" in listed.output and "openai" in shown.output
+    with db.transaction(write=False) as tx:
+        rotated_at = credentials.credential_info(tx, acme.scope, "openai").rotated_at
+    assert rotated_at is not None and "rotated_at" in shown.output and rotated_at in shown.output
     for result in (stored, rotated, listed, shown):
         assert SECRET not in result.output and "sk-next-secret" not in result.output
     assert runner.invoke(app, ["credentials", "delete", "openai", *where]).exit_code == 0

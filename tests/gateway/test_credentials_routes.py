@@ -92,10 +92,16 @@ def test_an_admin_stores_lists_shows_rotates_and_deletes_a_credential(
     assert [item["name"] for item in listed.json()["items"]] == ["openai", "short"]
     shown = client.get("/v1/credentials/openai", headers=world.as_("owner"))
     answers.append(shown)
-    assert shown.json() == {"name": "openai", "created_at": body["created_at"], "hint": None, "rotated": None}
+    assert shown.json() == {"name": "openai", "created_at": body["created_at"], "rotated_at": None, "hint": None,
+                            "rotated": None}
     rotated = client.put("/v1/credentials/openai", json={"secret": ROTATED}, headers=world.as_("admin"))
     answers.append(rotated)
     assert rotated.json()["rotated"] is True and rotated.json()["created_at"] == body["created_at"]
+    rotated_at = rotated.json()["rotated_at"]
+    assert rotated_at is not None and rotated_at >= body["created_at"]
+    assert client.get("/v1/credentials/openai", headers=world.as_("admin")).json()["rotated_at"] == rotated_at
+    listed = client.get("/v1/credentials", headers=world.as_("admin")).json()["items"]
+    assert [(item["name"], item["rotated_at"]) for item in listed] == [("openai", rotated_at), ("short", None)]
     with world.db.transaction(write=False) as tx:
         assert credentials.get_credential(tx, world.acme, CredentialCipher(KEY), "openai") == ROTATED.encode()
     gone = client.delete("/v1/credentials/openai", headers=world.as_("admin"))

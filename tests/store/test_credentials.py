@@ -121,14 +121,17 @@ def test_credentials_are_listed_with_their_dates_per_organization_never_the_secr
     with db.transaction(write=False) as tx:
         listed = credentials.list_credentials(tx, acme)
         assert [info.name for info in listed] == ["anthropic", "openai"]
-        assert all(info.created_at.endswith("Z") for info in listed)
+        assert all(info.created_at.endswith("Z") and info.rotated_at is None for info in listed)
         assert credentials.credential_info(tx, acme, "openai") == listed[1]
         assert "sk-" not in repr(listed)
         with pytest.raises(NotFoundError):
             credentials.credential_info(tx, acme, "theirs")  # another organization's: as if missing
     with db.transaction() as tx:
         credentials.put_credential(tx, acme, cipher, "openai", b"sk-rotated")
-        assert credentials.credential_info(tx, acme, "openai").created_at == listed[1].created_at
+        rotated = credentials.credential_info(tx, acme, "openai")
+        assert rotated.created_at == listed[1].created_at  # the name keeps its first date
+        assert rotated.rotated_at is not None and rotated.rotated_at >= rotated.created_at
+        assert credentials.credential_info(tx, acme, "anthropic").rotated_at is None
 
 
 @pytest.mark.parametrize(("name", "ok"), [("openai", True), ("openai-prod-2", True), ("a" * 63, True),

@@ -109,25 +109,31 @@ def set_credential(
               highlight=False, markup=False)
 
 
+def _print_infos(infos: list[credentials.CredentialInfo]) -> None:
+    """Name, when stored, when last rotated ('-': never): what may be shown of credentials."""
+    out.print(table(("name", "created_at", "rotated_at"),
+                    [(info.name, info.created_at, info.rotated_at or "-") for info in infos]), highlight=False,
+              markup=False, soft_wrap=True)
+
+
 @group.command("list")
 def list_credentials(org: OrgOption, database_url: DatabaseUrlOption = None) -> None:
-    """List the organization's credentials: names and when each was stored, never the secrets."""
+    """List the organization's credentials: names, when each was stored and last rotated; never the secrets."""
     with organization(database_url, org) as (_, db, scope), db.transaction(write=False) as tx:
         infos = credentials.list_credentials(tx, scope)
-    out.print(table(("name", "created_at"), [(info.name, info.created_at) for info in infos]), highlight=False,
-              markup=False, soft_wrap=True)
+    _print_infos(infos)
 
 
 @group.command("show")
 def show_credential(name: NameArgument, org: OrgOption, database_url: DatabaseUrlOption = None) -> None:
-    """Show a credential's name and when it was stored (never the secret); unknown is a usage error."""
+    """Show a credential's name, when it was stored and last rotated (never the secret); unknown is a usage
+    error."""
     with organization(database_url, org) as (_, db, scope), db.transaction(write=False) as tx:
         try:
             info = credentials.credential_info(tx, scope, checked_name(name))
         except NotFoundError:
             raise fail_usage(f"there is no credential {name!r} in organization {org!r}") from None
-    out.print(table(("name", "created_at"), [(info.name, info.created_at)]), highlight=False, markup=False,
-              soft_wrap=True)
+    _print_infos([info])
 
 
 @group.command("delete")

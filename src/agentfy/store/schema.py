@@ -155,6 +155,7 @@ org_credentials = _table(
     sa.Column("nonce", sa.LargeBinary, nullable=False),
     sa.Column("ciphertext", sa.LargeBinary, nullable=False),
     created_at(),
+    sa.Column("rotated_at", sa.Text, nullable=True, comment="when the secret was last replaced (NULL: never)"),
     sa.UniqueConstraint("org_id", "name"),
     id_columns=("id", "org_id"),
 )

@@ -49,6 +49,8 @@ class CredentialIn(Strict):
 class CredentialOut(BaseModel):
     name: str
     created_at: str = Field(description="When a secret was first stored under this name (UTC).")
+    rotated_at: str | None = Field(default=None, description="When the secret was last replaced (UTC); null if "
+                                                             "it never was.")
     hint: str | None = Field(default=None, description=f"The secret's last {HINT_CHARS} characters after '…', "
                                                        "only in the answer to the PUT that stored it, and only "
                                                        f"for a secret of at least {HINT_MIN_LENGTH} characters.")
@@ -75,7 +77,7 @@ def hint(secret: str) -> str | None:
 
 
 def credential_out(info: CredentialInfo) -> CredentialOut:
-    return CredentialOut(name=info.name, created_at=info.created_at)
+    return CredentialOut(name=info.name, created_at=info.created_at, rotated_at=info.rotated_at)
 
 
 @router.put("/credentials/{name}", operation_id="credentials.put", response_model=CredentialOut,
@@ -88,12 +90,13 @@ def put_credential(name: CredentialName, body: CredentialIn, call: Authenticated
         rotated = name in credentials.list_credential_names(tx, call.who.scope)
         credentials.put_credential(tx, call.who.scope, cipher, name, body.secret.encode("utf-8"))
         info = credentials.credential_info(tx, call.who.scope, name)
-    return CredentialOut(name=info.name, created_at=info.created_at, hint=hint(body.secret), rotated=rotated)
+    return credential_out(info).model_copy(update={"hint": hint(body.secret), "rotated": rotated})
 
 
 @router.get("/credentials", operation_id="credentials.list", response_model=CredentialList)
 def list_credentials(call: Authenticated) -> CredentialList:
-    """The organization's credentials by name, with when each was stored; never a secret (admin or higher)."""
+    """The organization's credentials by name, with when each was stored and last rotated; never a secret
+    (admin or higher)."""
     with call.gateway.db.transaction(write=False) as tx:
         infos = credentials.list_credentials(tx, call.who.scope)
     return CredentialList(items=[credential_out(info) for info in infos])

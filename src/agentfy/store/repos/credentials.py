@@ -41,9 +41,11 @@ _INSERT: Final = insert_returning_id(org_credentials, ["org_id", "name", "nonce"
 _BY_NAME: Final = sa.select(org_credentials.c.id, org_credentials.c.org_id, org_credentials.c.nonce,
                             org_credentials.c.ciphertext).where(_IN_ORG, org_credentials.c.name == sa.bindparam("name"))
 _REPLACE: Final = (sa.update(org_credentials).where(_IN_ORG, org_credentials.c.id == sa.bindparam("id"))
-                   .values(nonce=sa.bindparam("nonce"), ciphertext=sa.bindparam("ciphertext")))
+                   .values(nonce=sa.bindparam("nonce"), ciphertext=sa.bindparam("ciphertext"),
+                           rotated_at=sa.bindparam("rotated_at")))
 _NAMES: Final = sa.select(org_credentials.c.name).where(_IN_ORG).order_by(org_credentials.c.name)
-_INFOS: Final = (sa.select(org_credentials.c.name, org_credentials.c.created_at).where(_IN_ORG)
+_INFOS: Final = (sa.select(org_credentials.c.name, org_credentials.c.created_at, org_credentials.c.rotated_at)
+                 .where(_IN_ORG)
                  .order_by(org_credentials.c.name))
 _INFO: Final = _INFOS.where(org_credentials.c.name == sa.bindparam("name"))
 _DELETE: Final = sa.delete(org_credentials).where(_IN_ORG, org_credentials.c.name == sa.bindparam("name"))
@@ -69,10 +71,12 @@ def name_problem(value: object) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class CredentialInfo:
-    """What may be shown of a stored credential: its name and when it was first stored, never the secret."""
+    """What may be shown of a stored credential: its name, when it was first stored and when its secret was
+    last replaced (``None``: never) — never the secret."""
 
     name: str
     created_at: str
+    rotated_at: str | None = None
 
 
 class CredentialKeyError(StoreError):
@@ -153,7 +157,7 @@ def put_credential(tx: Tx, scope: Scope, cipher: CredentialCipher, name: str, se
     existing = _stored(tx, scope, name)
     if existing is not None:
         tx.execute(_REPLACE, {"tenant_id": scope.tenant_id, "id": existing.id, "nonce": nonce,
-                              "ciphertext": ciphertext})
+                              "ciphertext": ciphertext, "rotated_at": now()})
         return existing.id
     values: dict[str, Any] = {"org_id": scope.tenant_id, "name": name, "nonce": nonce, "ciphertext": ciphertext,
                               "created_at": now()}
@@ -184,8 +188,8 @@ def list_credential_names(tx: Tx, scope: Scope) -> list[str]:
 
 
 def list_credentials(tx: Tx, scope: Scope) -> list[CredentialInfo]:
-    """The organization's credentials by name, with when each was first stored (never the secrets)."""
-    return [CredentialInfo(row[0], row[1]) for row in tx.all(_INFOS, {"tenant_id": scope.tenant_id})]
+    """The organization's credentials by name, with when each was stored and rotated (never the secrets)."""
+    return [CredentialInfo(row[0], row[1], row[2]) for row in tx.all(_INFOS, {"tenant_id": scope.tenant_id})]
 
 
 def credential_info(tx: Tx, scope: Scope, name: str) -> CredentialInfo:
@@ -195,7 +199,7 @@ def credential_info(tx: Tx, scope: Scope, name: str) -> CredentialInfo:
     row = tx.one(_INFO, {"tenant_id": scope.tenant_id, "name": name})
     if row is None:
         raise NotFoundError("credential", name)
-    return CredentialInfo(row[0], row[1])
+    return CredentialInfo(row[0], row[1], row[2])
 
 
 def delete_credential(tx: Tx, scope: Scope, name: str) -> None:
