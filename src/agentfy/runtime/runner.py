@@ -206,7 +206,10 @@ class Runtime:
 
     def _begin(self, agent: Agent, context: RequestContext, base_key: str, text: str) -> _Turn:
         """Worker thread: the session (picked or opened), the history (flushed to memory first when it nears
-        the context window), the model, and the user message stored as the ACTOR's."""
+        the context window), the model, and the user message stored as the ACTOR's.
+
+        Without a flush this is one transaction (one commit before the model is called: the first token
+        waits for it); a flush writes memory in its own transactions, so the message is stored after it."""
         scope = Scope(agent.tenant_id)
         settings = ModelSettings.of(agent)
         with self.db.transaction() as tx:
@@ -214,14 +217,18 @@ class Runtime:
             session = conversation.open_or_resume(tx, scope, agent, context.user_id, base_key)
             provider = self.providers.for_agent(tx, scope, agent, settings)
             history = conversation.history(tx, scope, session.session_key)
-        prompt = prompting.system_prompt(agent, slug, self.workspace_root, session.session_key)
-        shown = [*prompting.model_history(history), ChatMessage("user", text)]
-        if len(history) > 1 and estimate_tokens(prompt, shown) > settings.context_window * self.settings.flush_ratio:
+            prompt = prompting.system_prompt(agent, slug, self.workspace_root, session.session_key)
+            shown = [*prompting.model_history(history), ChatMessage("user", text)]
+            flushing = len(history) > 1 and (estimate_tokens(prompt, shown)
+                                             > settings.context_window * self.settings.flush_ratio)
+            if not flushing:
+                sessions.append_message(tx, scope, session.session_key, "user", text, sender_id=context.actor_id)
+        if flushing:
             flush(self.db, agent, session, history)
             with self.db.transaction(write=False) as tx:
                 history = conversation.history(tx, scope, session.session_key)
             shown = [*prompting.model_history(history), ChatMessage("user", text)]
-        self._store(agent, session.session_key, "user", text, context.actor_id)
+            self._store(agent, session.session_key, "user", text, context.actor_id)
         return _Turn(session, provider, settings, slug, shown)
 
     def _slug(self, tx: Tx, scope: Scope) -> str:
