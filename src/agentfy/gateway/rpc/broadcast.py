@@ -202,7 +202,12 @@ class Broadcaster:
         delivered = self._deliver(tenant_id, event)
         db = self._db()
         if db is not None and db.changes.broadcasts and event.name in RUN_EVENTS:
-            for body in encode_run_event(tenant_id, event):
+            try:
+                bodies = encode_run_event(tenant_id, event)
+            except ValueError:  # delivered here; the other processes' clients go without it
+                logger.exception("ws.run_event_not_broadcast", extra={"agent_event": event.name})
+                return delivered
+            for body in bodies:
                 db.changes.broadcast(body)
         return delivered
 

@@ -31,7 +31,7 @@ is logged and the other handlers still run.
 from __future__ import annotations
 
 import logging
-import os
+import secrets
 import threading
 import weakref
 from collections.abc import Callable, Iterable
@@ -43,7 +43,7 @@ from agentfy.store.changefeed.tail import LogTail
 
 if TYPE_CHECKING:
     from agentfy.store.changefeed.listener import Listener
-    from agentfy.store.changefeed.publisher import Publisher
+    from agentfy.store.changefeed.publisher import Publisher, PublisherStats
     from agentfy.store.changefeed.tail import LogTail
 
 logger: Final = logging.getLogger("agentfy.changefeed")
@@ -82,8 +82,10 @@ class ChangeFeed:
 
     def __init__(self, dialect: str) -> None:
         self.dialect = dialect
-        #: Marks this feed's own changes in the SQLite change log (random, per database handle).
-        self.origin = os.urandom(8).hex()
+        #: Marks this feed's own changes in the SQLite change log and, on PostgreSQL, its own broadcasts
+        #: (random, per database handle; drawn again when listening starts, so a process forked with the
+        #: handle never takes another process's broadcasts for its own).
+        self.origin = secrets.token_hex(8)
         #: Held across COMMIT and the in-process delivery of its changes, so deliveries follow commit order.
         self.order_lock = threading.Lock()
         self.cacheable = True
@@ -134,6 +136,11 @@ class ChangeFeed:
     def broadcasts(self) -> bool:
         """Whether :meth:`broadcast` sends anything: other processes may be listening (PostgreSQL, listening)."""
         return self._publisher is not None
+
+    @property
+    def broadcast_stats(self) -> PublisherStats | None:
+        """What this process's broadcasts came to (sent, statements, dropped); ``None`` if it sends none."""
+        return self._publisher.stats if self._publisher is not None else None
 
     def broadcast(self, body: str) -> bool:
         """Send ``body`` to the other processes' ``on_broadcast`` handlers without waiting for the database;
@@ -222,6 +229,7 @@ class ChangeFeed:
         from agentfy.store.changefeed.publisher import Publisher  # noqa: PLC0415
 
         self.cacheable = False
+        self.origin = secrets.token_hex(8)
         self._publisher = Publisher(conninfo, self.origin)
         self._listener = Listener(self, conninfo)
         self._listener.start()
