@@ -13,6 +13,7 @@ import pytest
 
 from agentfy.store.db import Database
 from tests.gateway.processes import serving
+from tests.gateway.test_observability import _sample
 from tests.gateway.test_scale_out import EventLog
 from tests.helpers.databases import PgDatabases
 from tests.helpers.tenants import make_tenant
@@ -77,6 +78,10 @@ def test_a_run_served_by_one_process_reaches_the_websocket_clients_of_another(pg
             time.sleep(0.3)  # what would have come has come
             assert stranger_on_a.events == []
             assert len(ann_on_a.events) == len(ann_on_b.events)  # nothing twice, on either process
+            served, heard = httpx.get(f"{b.base}/metrics").text, httpx.get(f"{a.base}/metrics").text
+            assert _sample(served, "agentfy_run_event_broadcasts_total", outcome="sent") >= len(ann_on_a.events)
+            assert _sample(heard, "agentfy_run_event_broadcasts_total", outcome="received") >= len(ann_on_a.events)
+            assert _sample(heard, "agentfy_run_event_broadcasts_total", outcome="dropped") == 0
     finally:
         for log in logs:
             log.close()
