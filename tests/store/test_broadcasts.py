@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentfy.store.changefeed import broadcasts
+from agentfy.store.changefeed import broadcasts, publisher
 from agentfy.store.changefeed.broadcasts import BODY_LIMIT_BYTES, Broadcast, BroadcastFormatError, frame, unframe
 from agentfy.store.changefeed.listener import APPLICATION_NAME
 from agentfy.store.db import Database
@@ -139,3 +139,20 @@ def test_a_broadcast_costs_the_sender_no_round_trip(pg_processes: tuple[Database
     elapsed = time.perf_counter() - started
     assert len(heard.wait(1001)) == 1001
     assert elapsed < 0.1, f"1000 broadcasts took {elapsed * 1000:.1f} ms to send"
+
+
+def test_a_publishing_connection_the_server_closed_is_replaced_without_losing_a_broadcast(
+        pg_processes: tuple[Database, Database]) -> None:
+    sender, other = pg_processes
+    heard = Heard(other)
+    sender.changes.broadcast("before")
+    assert heard.wait(1) == ["before"]
+    with psycopg.connect(sender.conninfo, autocommit=True) as connection:  # a restart, an idle timeout
+        killed = connection.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                    "WHERE application_name = %s AND datname = current_database()",
+                                    (publisher.APPLICATION_NAME,)).fetchone()
+    assert killed == (1,)
+    sender.changes.broadcast("after")
+    assert heard.wait(2) == ["before", "after"]
+    stats = sender.changes.broadcast_stats
+    assert stats is not None and (stats.sent, stats.dropped) == (2, 0)

@@ -4,9 +4,11 @@ Publishing costs the caller an append to a queue: the thread sends what is queue
 (``pg_notify`` per body, in order, outside any transaction: the connection is in autocommit mode), and what
 is queued meanwhile goes in the next one — so a burst of deltas costs a few statements, not one each, and the
 run never waits for the database.  At most :data:`PENDING_LIMIT` wait; beyond that new ones are dropped.
-A batch whose statement fails is dropped too, never retried (it may have been delivered): counted in
-:class:`PublisherStats` and logged.  Order is kept: one thread, one statement at a time, each statement's
-notifications in their order, and PostgreSQL delivers notifications in commit order.
+A batch whose statement fails on a connection that was open already is sent again once on a new one (the
+server most likely closed the idle connection: a restart, an idle timeout — only if it died between
+running the statement and answering would the batch arrive twice); one that fails on a new connection is
+dropped, counted in :class:`PublisherStats` and logged.  Order is kept: one thread, one statement at a
+time, each statement's notifications in their order, and PostgreSQL delivers notifications in commit order.
 """
 
 from __future__ import annotations
@@ -105,22 +107,36 @@ class Publisher:
         connection: psycopg.Connection[tuple[object, ...]] | None = None
         try:
             while (batch := self._take()) is not None:
-                try:
-                    if connection is None or connection.closed:
-                        connection = psycopg.connect(self._conninfo, autocommit=True)
-                    connection.execute(NOTIFY_SQL, (CHANNEL, batch))
-                    self.stats.sent += len(batch)
-                    self.stats.statements += 1
-                except (psycopg.Error, OSError) as error:
-                    self.stats.dropped += len(batch)
-                    logger.warning("changefeed.broadcast_failed", extra={"error": type(error).__name__,
-                                                                          "dropped": len(batch)})
-                    if connection is not None:
-                        connection.close()
-                    connection = None
-                    with self._wake:  # do not spin on a database that is down
-                        if not self._stopping:
-                            self._wake.wait(RETRY_SECONDS)
+                connection = self._send(connection, batch)
         finally:
             if connection is not None:
                 connection.close()
+
+    def _send(self, connection: psycopg.Connection[tuple[object, ...]] | None,
+              batch: list[str]) -> psycopg.Connection[tuple[object, ...]] | None:
+        """Send ``batch``; the connection to use next (``None``: open a new one).  A connection that was
+        open already and fails is most likely one the server closed while it was idle (a restart, an idle
+        timeout): the batch is sent again once on a new connection."""
+        retry = connection is not None and not connection.closed
+        while True:
+            try:
+                if connection is None or connection.closed:
+                    connection = psycopg.connect(self._conninfo, autocommit=True)
+                connection.execute(NOTIFY_SQL, (CHANNEL, batch))
+            except (psycopg.Error, OSError) as error:
+                if connection is not None:
+                    connection.close()
+                connection = None
+                if retry:
+                    retry = False
+                    continue
+                self.stats.dropped += len(batch)
+                logger.warning("changefeed.broadcast_failed", extra={"error": type(error).__name__,
+                                                                      "dropped": len(batch)})
+                with self._wake:  # do not spin on a database that is down
+                    if not self._stopping:
+                        self._wake.wait(RETRY_SECONDS)
+                return None
+            self.stats.sent += len(batch)
+            self.stats.statements += 1
+            return connection
