@@ -105,6 +105,7 @@ def test_metrics_are_scraped_and_move_with_traffic(db: Database, client: TestCli
     assert _sample(after, "agentfy_db_pool_limit") == 20
     assert _sample(after, "agentfy_db_pool_connections", state="in_use") >= 0
     assert _sample(after, "agentfy_change_feed_connected") in (0, 1)
+    assert _sample(after, "agentfy_run_event_broadcasts_total", outcome="dropped") == 0
     assert _sample(after, "agentfy_events", status="pending") >= 0
     assert _sample(after, "agentfy_events_lag_seconds") >= 0
     # the raw path never becomes a label: an unknown path is one bounded value

@@ -91,8 +91,22 @@ class _StateCollector(Collector):
                                       "database.", value=misses)
         yield GaugeMetricFamily("agentfy_change_feed_connected", "1 while this process hears other processes' "
                                 "changes (its caches may fill), else 0.", value=int(gateway.db.changes.cacheable))
+        yield _broadcasts(gateway)
         yield from _tokens(gateway)
         yield from _bus(gateway)
+
+
+def _broadcasts(gateway: GatewayState) -> Metric:
+    """Run events between processes: sent by this one, dropped unsent, received from others, unreadable."""
+    feed = gateway.db.changes
+    sent = feed.broadcast_stats
+    broadcasts = CounterMetricFamily("agentfy_run_event_broadcasts", "Run events broadcast to or heard from "
+                                     "other processes, by outcome.", labels=["outcome"])
+    for outcome, n in (("sent", sent.sent if sent else 0), ("dropped", sent.dropped if sent else 0),
+                       ("received", feed.stats.broadcasts_received),
+                       ("undecodable", feed.stats.undecodable_broadcasts)):
+        broadcasts.add_metric([outcome], n)
+    return broadcasts
 
 
 def _tokens(gateway: GatewayState) -> Iterator[Metric]:

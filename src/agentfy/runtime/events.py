@@ -7,8 +7,9 @@ carry the key; never only the ID).  :class:`AgentEvent` refuses to exist without
 place of either.
 
 The events live here, beside the runtime that publishes the run events, and below the gateway: the gateway's
-broadcaster (:mod:`agentfy.gateway.rpc.broadcast`) delivers them to the tenant's WebSocket subscribers and
-makes the ``agent.*`` change events from the change feed; the runtime only needs somewhere to publish
+broadcaster (:mod:`agentfy.gateway.rpc.broadcast`) delivers them to the tenant's WebSocket subscribers of
+every gateway process (the other processes hear them as broadcasts of the change feed) and makes the
+``agent.*`` change events from the change feed; the runtime only needs somewhere to publish
 (:class:`RunEvents`).  Run events carry the run's ID and a tool's name, never the scope of the conversation,
 and its text only in ``agent.run.delta``, which reaches only the subscribers who may read the conversation:
 every member of the tenant may subscribe, and a conversation belongs to its scope.  Publishing

@@ -35,7 +35,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from agentfy.ids import RandomSource, format_id, with_id_retry
 from agentfy.ids.retry import DEFAULT_ATTEMPTS, IdCollisionError, IdRetryExhaustedError
 from agentfy.store.changefeed import Change, ChangeFeed
-from agentfy.store.changefeed.changes import CHANNEL
+from agentfy.store.changefeed.changes import CHANNEL, NOTIFY_SQL
 from agentfy.store.errors import (
     DanglingReferenceError,
     InvalidInputError,
@@ -56,7 +56,6 @@ Statement: TypeAlias = "sa.ClauseElement | Sql | Positional | str"
 _NO_DEFAULTS: Final[dict[str, Any]] = {}
 #: How often a transaction is begun on a fresh connection after a pooled one turned out to be dead.
 _BEGIN_ATTEMPTS: Final = 3
-_NOTIFY: Final = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload"
 _LOG_CHANGE: Final = "INSERT INTO change_log (origin, payload, created_at) VALUES (?, ?, ?)"
 
 
@@ -470,7 +469,7 @@ class Tx:
                 stamp = now()
                 self._cursor.executemany(_LOG_CHANGE, [(feed.origin, change.encode(), stamp) for change in changes])
             else:
-                self._cursor.execute(_NOTIFY, (CHANNEL, [change.encode() for change in changes]))
+                self._cursor.execute(NOTIFY_SQL, (CHANNEL, [change.encode() for change in changes]))
             if feed.delivers_in_process:
                 with feed.order_lock:  # deliveries follow commit order
                     self._cursor.execute("COMMIT")

@@ -26,6 +26,15 @@ feed and the subscriber is *pending* until the marker comes back: the listener h
 so exactly those committed before the marker are skipped.  If the listening connection is lost meanwhile,
 pending subscribers become active with everyone else's ``events.resync``.
 
+Run events cross processes too (PostgreSQL): :meth:`Broadcaster.publish` delivers a run event to this
+process's subscribers at once and broadcasts it, in the form of :mod:`.run_relay`, through the change feed
+(:mod:`agentfy.store.changefeed.broadcasts`: not a change — not transactional, no cache flushed); every
+other process's listening connection hears it and its broadcaster delivers it by the same rules
+(:meth:`Broadcaster._deliver`: the tenant's subscribers, a delta only to the conversation's person).  The
+feed hands a process only the broadcasts of *others*, so nobody gets an event twice, and the serving
+process's clients never wait for the database (nor miss their run while the listening connection is down).
+A run publishes its events one after another, and the feed keeps their order on every process.
+
 Threads: changes arrive in the committing thread or the feed's listener thread; :meth:`Subscriber.deliver`
 hands each event to the subscriber's event loop with ``call_soon_threadsafe``, which keeps their order.
 """
@@ -42,9 +51,18 @@ import weakref
 from typing import Final
 
 from agentfy.agents.telemetry import agent_log_fields
+from agentfy.gateway.rpc.run_relay import RunEventFormatError, decode_run_event, encode_run_event
 from agentfy.identity import AgentId, AgentKey
 from agentfy.identity.keys import TenantSlug, parse_tenant_slug
-from agentfy.runtime.events import AGENT_CREATED, AGENT_DELETED, AGENT_RENAMED, AGENT_UPDATED, AgentEvent, Message
+from agentfy.runtime.events import (
+    AGENT_CREATED,
+    AGENT_DELETED,
+    AGENT_RENAMED,
+    AGENT_UPDATED,
+    RUN_EVENTS,
+    AgentEvent,
+    Message,
+)
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Database
 
@@ -117,6 +135,7 @@ class Broadcaster:
         self._pending: dict[str, tuple[str, TenantSlug, Subscriber]] = {}
         db.changes.on_committed(self._on_change)  # held weakly by the feed
         db.changes.on_reset(self._on_reset)
+        db.changes.on_broadcast(self._on_broadcast)
 
     # -- subscriptions ---------------------------------------------------------------------------------------
     def subscribe(self, tenant_id: str, tenant_slug: str, subscriber: Subscriber) -> None:
@@ -178,7 +197,22 @@ class Broadcaster:
 
     # -- publishing ------------------------------------------------------------------------------------------
     def publish(self, tenant_id: str, event: AgentEvent) -> int:
-        """Deliver ``event`` to the subscribers of ``tenant_id`` only; returns how many there were."""
+        """Deliver a run event to the subscribers of ``tenant_id`` only, here and (PostgreSQL) on every other
+        process; returns how many there were here."""
+        delivered = self._deliver(tenant_id, event)
+        db = self._db()
+        if db is not None and db.changes.broadcasts and event.name in RUN_EVENTS:
+            try:
+                bodies = encode_run_event(tenant_id, event)
+            except ValueError:  # delivered here; the other processes' clients go without it
+                logger.exception("ws.run_event_not_broadcast", extra={"agent_event": event.name})
+                return delivered
+            for body in bodies:
+                db.changes.broadcast(body)
+        return delivered
+
+    def _deliver(self, tenant_id: str, event: AgentEvent) -> int:
+        """Give ``event`` to this process's subscribers of ``tenant_id`` (a delta: only to its person's)."""
         with self._lock:
             members = tuple(self._subscribers.get(tenant_id, ()))
         if event.scope_user_id is not None:  # conversation text: only for whom the conversation is
@@ -213,7 +247,17 @@ class Broadcaster:
         except ValueError:
             logger.exception("ws.agent_event_invalid", extra={"change_kind": change.kind, "change_op": change.op})
             return
-        self.publish(change.tenant_id, event)
+        self._deliver(change.tenant_id, event)  # every process hears the change itself
+
+    def _on_broadcast(self, body: str) -> None:
+        """Another process's run event (listener thread): delivered here as that process delivered it.  An
+        unreadable one is logged and skipped."""
+        try:
+            tenant_id, event = decode_run_event(body)
+        except RunEventFormatError as error:
+            logger.warning("ws.run_event_undecodable", extra={"reason": str(error)})
+            return
+        self._deliver(tenant_id, event)
 
     def _on_reset(self, reason: str) -> None:
         with self._lock:

@@ -33,6 +33,8 @@ WIRE_VERSION: Final = 1
 CHANNEL: Final = "agentfy_changes"
 #: PostgreSQL's limit on a ``pg_notify`` payload is 8000 bytes (the default block size); stay below it.
 PAYLOAD_LIMIT_BYTES: Final = 7999
+#: Sends one notification per payload of a text array on a channel, in the array's order, in one statement.
+NOTIFY_SQL: Final = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload"
 
 KINDS: Final[dict[str, frozenset[str]]] = {
     "agent": frozenset({"created", "updated", "renamed", "archived", "deleted"}),

@@ -13,6 +13,11 @@ Three kinds of subscriber, for three needs:
 * :meth:`ChangeFeed.on_reset` — told when changes may have been missed (the listening connection was lost or
   re-established, or a payload could not be read): flush everything.
 
+Beside changes the feed carries *broadcasts* (:mod:`.broadcasts`): bodies a process sends with
+:meth:`ChangeFeed.broadcast` for the :meth:`ChangeFeed.on_broadcast` handlers of every *other* process — not
+transactional, no effect on caches (a run's events: the sender delivers them to its own subscribers itself).
+They travel on PostgreSQL only, where several gateway processes share a database.
+
 Other processes: on PostgreSQL every process's listening connection hears every change; on SQLite each
 change is also written to the ``change_log`` table in its transaction, and a process that listens
 (:meth:`ChangeFeed.start_listening`: the gateway does) tails it for changes made by others — a CLI command
@@ -26,23 +31,26 @@ is logged and the other handlers still run.
 from __future__ import annotations
 
 import logging
-import os
+import secrets
 import threading
 import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
+from agentfy.store.changefeed.broadcasts import BroadcastFormatError, unframe
 from agentfy.store.changefeed.changes import Change
 from agentfy.store.changefeed.tail import LogTail
 
 if TYPE_CHECKING:
     from agentfy.store.changefeed.listener import Listener
+    from agentfy.store.changefeed.publisher import Publisher, PublisherStats
     from agentfy.store.changefeed.tail import LogTail
 
 logger: Final = logging.getLogger("agentfy.changefeed")
 
 ChangeHandler = Callable[[Change], None]
 ResetHandler = Callable[[str], None]
+BroadcastHandler = Callable[[str], None]
 _Ref = Callable[[], Any]
 
 
@@ -56,11 +64,14 @@ def _weak(handler: Callable[..., None]) -> _Ref:
 class FeedStats:
     """Counters for operators and benchmarks (plain attributes: read them, never rely on atomicity)."""
 
-    __slots__ = ("changes_received", "connected", "last_lag_seconds", "reconnects", "undecodable")
+    __slots__ = ("broadcasts_received", "changes_received", "connected", "last_lag_seconds", "reconnects",
+                 "undecodable", "undecodable_broadcasts")
 
     def __init__(self) -> None:
         self.changes_received = 0
         self.undecodable = 0
+        self.broadcasts_received = 0  # from other processes
+        self.undecodable_broadcasts = 0
         self.reconnects = 0
         self.connected = False
         self.last_lag_seconds: float | None = None
@@ -71,8 +82,10 @@ class ChangeFeed:
 
     def __init__(self, dialect: str) -> None:
         self.dialect = dialect
-        #: Marks this feed's own changes in the SQLite change log (random, per database handle).
-        self.origin = os.urandom(8).hex()
+        #: Marks this feed's own changes in the SQLite change log and, on PostgreSQL, its own broadcasts
+        #: (random, per database handle; drawn again when listening starts, so a process forked with the
+        #: handle never takes another process's broadcasts for its own).
+        self.origin = secrets.token_hex(8)
         #: Held across COMMIT and the in-process delivery of its changes, so deliveries follow commit order.
         self.order_lock = threading.Lock()
         self.cacheable = True
@@ -80,7 +93,9 @@ class ChangeFeed:
         self._stale: list[_Ref] = []
         self._committed: list[_Ref] = []
         self._reset: list[_Ref] = []
+        self._broadcast: list[_Ref] = []
         self._listener: Listener | None = None
+        self._publisher: Publisher | None = None
         self._tail: LogTail | None = None
 
     # -- subscriptions ---------------------------------------------------------------------------------------
@@ -92,6 +107,10 @@ class ChangeFeed:
 
     def on_reset(self, handler: ResetHandler) -> None:
         self._reset.append(_weak(handler))
+
+    def on_broadcast(self, handler: BroadcastHandler) -> None:
+        """``handler(body)`` for each broadcast of another process, in the order it sent them (listener thread)."""
+        self._broadcast.append(_weak(handler))
 
     @property
     def delivers_in_process(self) -> bool:
@@ -111,6 +130,46 @@ class ChangeFeed:
             self._call(self._stale, change)
             if in_process:
                 self._call(self._committed, change)
+
+    # -- broadcasts ------------------------------------------------------------------------------------------
+    @property
+    def broadcasts(self) -> bool:
+        """Whether :meth:`broadcast` sends anything: other processes may be listening (PostgreSQL, listening)."""
+        return self._publisher is not None
+
+    @property
+    def broadcast_stats(self) -> PublisherStats | None:
+        """What this process's broadcasts came to (sent, statements, dropped); ``None`` if it sends none."""
+        return self._publisher.stats if self._publisher is not None else None
+
+    def broadcast(self, body: str) -> bool:
+        """Send ``body`` to the other processes' ``on_broadcast`` handlers without waiting for the database;
+        ``False`` if it was not sent (nobody else can listen, or too many are waiting).  :class:`ValueError`
+        for a body over :data:`~agentfy.store.changefeed.broadcasts.BODY_LIMIT_BYTES`."""
+        publisher = self._publisher
+        return publisher is not None and publisher.send(body)
+
+    def broadcast_arrived(self, payload: str) -> None:
+        """A payload arrived on the broadcast channel: its body goes to the handlers unless this feed sent it.
+        An unreadable payload is logged and skipped (it cannot stale a cache: nothing is flushed)."""
+        try:
+            received = unframe(payload)
+        except BroadcastFormatError as error:
+            self.stats.undecodable_broadcasts += 1
+            logger.warning("changefeed.undecodable_broadcast", extra={"reason": str(error)})
+            return
+        if received.origin == self.origin:  # this process delivered it already
+            return
+        self.stats.broadcasts_received += 1
+        for ref in list(self._broadcast):
+            handler = ref()
+            if handler is None:
+                self._broadcast.remove(ref)
+                continue
+            try:
+                handler(received.body)
+            except Exception:
+                logger.exception("changefeed.broadcast_handler_failed")
 
     # -- from the listener -----------------------------------------------------------------------------------
     def arrived(self, change: Change) -> None:
@@ -167,8 +226,11 @@ class ChangeFeed:
             self._tail.start()
             return True
         from agentfy.store.changefeed.listener import Listener  # noqa: PLC0415 - psycopg only when listening
+        from agentfy.store.changefeed.publisher import Publisher  # noqa: PLC0415
 
         self.cacheable = False
+        self.origin = secrets.token_hex(8)
+        self._publisher = Publisher(conninfo, self.origin)
         self._listener = Listener(self, conninfo)
         self._listener.start()
         return True
@@ -180,6 +242,9 @@ class ChangeFeed:
     def stop_listening(self, timeout: float = 5.0) -> None:
         listener, self._listener = self._listener, None
         tail, self._tail = self._tail, None
+        publisher, self._publisher = self._publisher, None
+        if publisher is not None:
+            publisher.stop(timeout)
         if listener is not None:
             listener.stop(timeout)
         if tail is not None:

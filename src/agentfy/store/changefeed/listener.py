@@ -1,4 +1,5 @@
-"""The listening connection: one per process, ``LISTEN`` on :data:`CHANNEL`, applying each change it hears.
+"""The listening connection: one per process, ``LISTEN`` on :data:`CHANNEL`, applying each change it hears, and
+on the broadcast channel (:mod:`.broadcasts`), handing each broadcast to the feed.
 
 Changes are sent by ``pg_notify`` inside the changing transaction (see ``Tx.commit``), so PostgreSQL delivers
 each exactly when it commits and never when it rolls back, to every listening session, in commit order.
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 import psycopg
 from psycopg.conninfo import make_conninfo
 
+from agentfy.store.changefeed import broadcasts
 from agentfy.store.changefeed.changes import CHANNEL, Change, ChangeFormatError
 
 if TYPE_CHECKING:
@@ -77,13 +79,17 @@ class Listener:
     def _listen(self) -> None:
         with psycopg.connect(self._conninfo, autocommit=True) as connection:
             connection.execute(f"LISTEN {CHANNEL}")
+            connection.execute(f"LISTEN {broadcasts.CHANNEL}")
             self._feed.stats.reconnects += 1
             self.connected.set()
             self._feed.listening("the listening connection was (re-)established")
             pinged = time.monotonic()
             while not self._stop.is_set():
                 for notification in connection.notifies(timeout=WAIT_SECONDS):
-                    self._apply(notification.payload)
+                    if notification.channel == broadcasts.CHANNEL:
+                        self._feed.broadcast_arrived(notification.payload)
+                    else:
+                        self._apply(notification.payload)
                 if time.monotonic() - pinged > PING_SECONDS:
                     connection.execute("SELECT 1")
                     pinged = time.monotonic()
