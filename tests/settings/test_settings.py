@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from agentfy.gateway.app import create_app
 from agentfy.settings import (
     RESOLVED_SETTINGS_ENV,
     Settings,
@@ -20,6 +21,8 @@ from agentfy.settings import (
     load_settings,
     serialized,
 )
+from agentfy.store.db import Database
+from agentfy.store.migrate import upgrade
 
 
 @pytest.fixture(autouse=True)
@@ -73,6 +76,9 @@ def test_the_config_file_is_found_through_the_environment(tmp_path: Path, monkey
     ("AGENTFY_LOG_FORMAT", "xml", r"log\.format 'xml': Input should be 'console' or 'json'"),
     ("AGENTFY_EVENTS_LEASE_SECONDS", "0", r"events\.lease_seconds '0': Input should be greater than 0"),
     ("AGENTFY_EVENTS_LEASE_SECONDZ", "1", r"events\.lease_secondz '1': Extra inputs are not permitted"),
+    ("AGENTFY_RUNTIME_MODEL_ATTEMPTS", "0", r"runtime\.model_attempts '0': Input should be greater than or equal to 1"),
+    ("AGENTFY_RUNTIME_MODEL_TIMEOUT_SECONDS", "0", r"runtime\.model_timeout_seconds '0': Input should be greater "
+                                                   r"than 0"),
 ])
 def test_a_bad_value_names_the_setting_and_the_value(variable: str, value: str, message: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
@@ -166,3 +172,22 @@ def test_docs_list_every_setting() -> None:
     missing = [row.name for row in effective(load_settings())
                if f"| `{row.name}` | `{row.environment_variable}` |" not in text]
     assert missing == []
+
+
+def test_the_runtime_section_reaches_every_model_call_of_the_server(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    """The gateway's runtime and its providers are built from the ``runtime`` section: a knob set in the
+    environment is the policy every model call of the process uses."""
+    monkeypatch.setenv("AGENTFY_RUNTIME_MODEL_ATTEMPTS", "1")
+    monkeypatch.setenv("AGENTFY_RUNTIME_MODEL_TIMEOUT_SECONDS", "2.5")
+    monkeypatch.setenv("AGENTFY_RUNTIME_MAX_TOOL_ROUNDS", "2")
+    settings = load_settings()
+    db = Database(f"sqlite:///{tmp_path / 'a.db'}")
+    try:
+        upgrade(db)
+        app = create_app(db, signing_secret=b"s" * 32, settings=settings, workspace_root=tmp_path / "w")
+        runtime = app.state.gateway.runtime
+        assert (runtime.providers.policy.attempts, runtime.providers.policy.timeout_seconds) == (1, 2.5)
+        assert runtime.settings.max_tool_rounds == 2
+    finally:
+        db.dispose()

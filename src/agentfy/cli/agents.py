@@ -111,7 +111,7 @@ def providers_for(settings: Settings, db: Database, agent: Agent) -> Providers:
     from agentfy.runtime.providers import Providers  # noqa: PLC0415
 
     needs_key = settings_of(agent).credential is not None
-    return Providers(cipher=cipher(settings, db) if needs_key else None)
+    return Providers(cipher=cipher(settings, db) if needs_key else None, policy=settings.runtime.call_policy())
 
 
 @model_group.command("check")

@@ -45,11 +45,13 @@ def chat(
                 return None
 
         # The key `agentfy serve` decrypts credentials with (a model's API key), when there is one.
-        providers = Providers(cipher=credentials_cipher(settings, db.url, create=False, required=False))
+        providers = Providers(cipher=credentials_cipher(settings, db.url, create=False, required=False),
+                              policy=settings.runtime.call_policy())
         asyncio.run(terminal.chat(db, target, workspace_root=settings.workspace_root or default_workspace_root(db),
                                   conversation=conversation, providers=providers, read=read,
                                   write=lambda text: out.print(text, highlight=False, markup=False, soft_wrap=True),
                                   write_piece=lambda piece: out.print(piece, highlight=False, markup=False,
-                                                                      soft_wrap=True, end="")))
+                                                                      soft_wrap=True, end=""),
+                                  settings=settings.runtime))
     finally:
         db.dispose()

@@ -61,8 +61,9 @@ def _required_cipher(settings: Settings, database_url: str) -> CredentialCipher:
 def _runtime(gateway: GatewayState, settings: Settings, workspace_root: Path | None) -> Runtime:
     cipher = credentials_cipher(settings, gateway.db.url, create=True, required=False)
     root = workspace_root or settings.workspace_root or default_workspace_root(gateway.db)
-    return Runtime(gateway.db, gateway.router, workspace_root=root, providers=Providers(cipher=cipher),
-                   events=broadcaster_for(gateway.db))
+    return Runtime(gateway.db, gateway.router, workspace_root=root,
+                   providers=Providers(cipher=cipher, policy=settings.runtime.call_policy()),
+                   events=broadcaster_for(gateway.db), settings=settings.runtime)
 
 
 def _start_workers(gateway: GatewayState, settings: Settings) -> None:

@@ -19,8 +19,6 @@ scope and sender), like every other step of the run: a flush is never the odd pa
 
 from __future__ import annotations
 
-from typing import Final
-
 from agentfy.events.consolidation.episodic import publish_session_completed
 from agentfy.events.consolidation.summariser import ExtractiveSummariser, Summariser
 from agentfy.identity import Scope
@@ -30,8 +28,6 @@ from agentfy.store.db import Database
 from agentfy.store.repos import memory, sessions
 from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.sessions import Session, SessionMessage
-
-DEFAULT_FLUSH_RATIO: Final = 0.75
 
 
 def memory_path(session_key: str, compaction: int) -> str:

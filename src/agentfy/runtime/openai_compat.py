@@ -52,6 +52,13 @@ from agentfy.runtime.model import (
     ToolSpec,
     Usage,
 )
+from agentfy.runtime.settings import (
+    DEFAULT_MODEL_ATTEMPTS,
+    DEFAULT_MODEL_BACKOFF_MAX_SECONDS,
+    DEFAULT_MODEL_BACKOFF_SECONDS,
+    DEFAULT_MODEL_RETRY_AFTER_MAX_SECONDS,
+    DEFAULT_MODEL_TIMEOUT_SECONDS,
+)
 
 logger: Final = logging.getLogger("agentfy.runtime.openai_compat")
 
@@ -69,19 +76,20 @@ RETRIED_STATUSES: Final = frozenset({408, 429})
 
 @dataclass(frozen=True, slots=True)
 class CallPolicy:
-    """How one model call is tried: the only place these defaults are set (:class:`~agentfy.runtime.providers.
-    Providers` passes one to every provider it builds).
+    """How one model call is tried (:class:`~agentfy.runtime.providers.Providers` passes one to every provider it
+    builds; a process makes it from its ``runtime`` settings, :mod:`agentfy.runtime.settings`, which hold the
+    defaults).
 
     ``attempts``: tries in all (1: no retry); ``timeout_seconds``: the bound of each try, a stream included;
     ``backoff_seconds``: the first wait without ``Retry-After``, doubled each try up to
     ``backoff_max_seconds`` (less up to a quarter of jitter); ``retry_after_max_seconds``: the longest wait a
     ``Retry-After`` gets."""
 
-    attempts: int = 3
-    timeout_seconds: float = 60.0
-    backoff_seconds: float = 0.5
-    backoff_max_seconds: float = 8.0
-    retry_after_max_seconds: float = 60.0
+    attempts: int = DEFAULT_MODEL_ATTEMPTS
+    timeout_seconds: float = DEFAULT_MODEL_TIMEOUT_SECONDS
+    backoff_seconds: float = DEFAULT_MODEL_BACKOFF_SECONDS
+    backoff_max_seconds: float = DEFAULT_MODEL_BACKOFF_MAX_SECONDS
+    retry_after_max_seconds: float = DEFAULT_MODEL_RETRY_AFTER_MAX_SECONDS
 
     def __post_init__(self) -> None:
         if type(self.attempts) is not int or not 1 <= self.attempts <= 20:

@@ -66,7 +66,7 @@ from agentfy.runtime.events import (
     RunEvents,
     emit,
 )
-from agentfy.runtime.flush import DEFAULT_FLUSH_RATIO, flush
+from agentfy.runtime.flush import flush
 from agentfy.runtime.inbound import EMPTY_TEXT_PROBLEM, Inbound, Reply, has_visible_text
 from agentfy.runtime.locks import ConversationLocks
 from agentfy.runtime.model import (
@@ -79,6 +79,7 @@ from agentfy.runtime.model import (
     estimate_tokens,
 )
 from agentfy.runtime.providers import ModelSettings, Providers
+from agentfy.runtime.settings import DEFAULT_RUNTIME_SETTINGS, RuntimeSettings
 from agentfy.runtime.toolbox import TOOLS, run_tool
 from agentfy.runtime.tools import ToolEnv
 from agentfy.store.db import Database, Tx
@@ -91,16 +92,6 @@ logger: Final = logging.getLogger("agentfy.runtime")
 Outbound = Callable[[Inbound, Reply], Awaitable[None]]
 #: Between the texts of two model calls of one run (a model may say something before it calls a tool).
 ROUND_SEPARATOR: Final = "\n\n"
-
-
-@dataclass(frozen=True, slots=True)
-class RuntimeSettings:
-    """``max_tool_rounds``: model calls that may ask for tools in one run (then the run ends with what it has);
-    ``flush_ratio``: the share of the context window at which the memory flush runs."""
-
-    max_tool_rounds: int = 8
-    flush_ratio: float = DEFAULT_FLUSH_RATIO
-    text_max_length: int = 100_000
 
 
 @dataclass(slots=True)
@@ -135,7 +126,7 @@ class Runtime:
         self.providers = providers if providers is not None else Providers()
         self.events: RunEvents = events if events is not None else NoEvents()
         self.outbound = outbound
-        self.settings = settings or RuntimeSettings()
+        self.settings = settings if settings is not None else DEFAULT_RUNTIME_SETTINGS
         self._locks = ConversationLocks(db)
         self._slugs: dict[str, str] = {}
         #: This process's token totals (``/metrics``): by provider and kind, see :mod:`agentfy.runtime.usage`.

@@ -29,6 +29,7 @@ from agentfy.runtime.failures import failure_note, failure_reference
 from agentfy.runtime.inbound import Inbound
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
+from agentfy.runtime.settings import RuntimeSettings
 from agentfy.store.db import Database
 from agentfy.store.errors import NotFoundError
 from agentfy.store.repos import agents, orgs
@@ -88,12 +89,13 @@ def terminal_user() -> str:
 
 async def chat(db: Database, target: Target, *, workspace_root: Path, conversation: str,
                read: Callable[[], str | None], write: Callable[[str], None],
-               providers: Providers | None = None, write_piece: Callable[[str], None] | None = None) -> int:
+               providers: Providers | None = None, write_piece: Callable[[str], None] | None = None,
+               settings: RuntimeSettings | None = None) -> int:
     """Talk until ``read`` returns ``None`` or ``/quit``; returns the number of replies.  ``write`` prints a
     line; ``write_piece``, when given, prints the reply's pieces as they stream (no line end: the reply's end
     gets one), else the reply is printed whole.  ``providers``: the models, with the credentials key when the
-    agent's model needs a stored credential (default: none)."""
-    runtime = Runtime(db, Router(db), workspace_root=workspace_root, providers=providers)
+    agent's model needs a stored credential (default: none); ``settings``: the process's ``runtime`` section."""
+    runtime = Runtime(db, Router(db), workspace_root=workspace_root, providers=providers, settings=settings)
     context = http_context(terminal_user(), tenant_id=target.tenant_id, role="owner")
     replies = 0
     while True:
