@@ -25,7 +25,7 @@ from agentfy.permissions.channels import telegram_context
 from agentfy.runtime.inbound import Inbound
 from agentfy.store import schema
 from agentfy.store.db import Database
-from agentfy.store.repos import agents, audit, memory, permissions, sessions
+from agentfy.store.repos import agents, audit, memory, permissions, sessions, teams
 from agentfy.store.repos.credentials import CredentialCipher
 from tests.channels.helpers import TELEGRAM_API, FakePlatforms
 from tests.helpers.tenants import Tenant, make_tenant
@@ -205,6 +205,9 @@ def test_a_subagent_and_a_delegate_act_for_the_original_sender_and_announce_to_t
     live.bind(acme, "SupportBot", "acme-secret-0123456789-abcdefgh")
     with db.transaction() as tx:
         helper = agents.create_agent(tx, acme.scope, agent_key="helper")
+        # teammates: support leads a team helper is on, so support may delegate to it
+        team = teams.create_team(tx, acme.scope, name="support desk", lead_agent_id=_agent_id(db, acme))
+        teams.add_member(tx, acme.scope, team.id, helper.id)
         for agent_id in (_agent_id(db, acme), helper.id):
             permissions.grant(tx, acme.scope, agent_id, chat_scope=SCOPE, config_type="file_writer",
                               sender_id=str(ALICE), allow=True, granted_by="admin")

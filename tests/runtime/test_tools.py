@@ -8,7 +8,7 @@ import asyncio
 from agentfy.permissions.channels import telegram_context
 from agentfy.runtime.runner import Runtime
 from agentfy.store.db import Database
-from agentfy.store.repos import agents, audit, cron, memory, permissions, sessions, skills
+from agentfy.store.repos import agents, audit, cron, links, memory, permissions, sessions, skills
 from tests.helpers.tenants import Tenant
 from tests.runtime.helpers import inbound, run, send
 
@@ -141,8 +141,10 @@ def test_without_the_grant_the_subagent_is_refused_too(db: Database, runtime: Ru
 
 def test_a_delegate_runs_for_the_original_sender_and_announces_back(db: Database, runtime: Runtime,
                                                                     acme: Tenant) -> None:
+    assert acme.bot is not None
     with db.transaction() as tx:
         helper = agents.create_agent(tx, acme.scope, agent_key="helper")
+        links.create_link(tx, acme.scope, acme.bot.id, helper.id)  # bot may delegate to helper
     grant(db, acme, "1001", agent_id=helper.id)  # the teammate's own grant for this person
 
     async def scenario() -> str:

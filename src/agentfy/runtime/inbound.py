@@ -51,6 +51,8 @@ class Inbound:
     conversation: str
     text: str
     message_id: str | None = None
+    #: Hand-offs (subagent, delegate) between a person's message and this one: 0 for the person's own.
+    depth: int = 0
 
 
 @dataclass(frozen=True, slots=True)

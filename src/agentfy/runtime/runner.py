@@ -81,7 +81,7 @@ from agentfy.runtime.model import (
 from agentfy.runtime.providers import ModelSettings, Providers
 from agentfy.runtime.settings import DEFAULT_RUNTIME_SETTINGS, RuntimeSettings
 from agentfy.runtime.toolbox import TOOLS, run_tool
-from agentfy.runtime.tools import ToolEnv
+from agentfy.runtime.tools import ToolEnv, ToolError
 from agentfy.store.db import Database, Tx
 from agentfy.store.repos import orgs, sessions
 from agentfy.store.repos.agents import Agent
@@ -132,6 +132,8 @@ class Runtime:
         #: This process's token totals (``/metrics``): by provider and kind, see :mod:`agentfy.runtime.usage`.
         self.tokens = usage.TokenCounters()
         self._background: set[asyncio.Task[None]] = set()
+        #: Hand-offs running in this process: task ID -> (the agent and conversation that started it, its run).
+        self._handoffs: dict[str, _Handoff] = {}
 
     def close(self) -> None:
         """Let go of the connection that holds this process's run locks on PostgreSQL (shutdown, tests); the
@@ -236,7 +238,7 @@ class Runtime:
         Returns the reply's text — every round's text, a blank line between (see
         :class:`~agentfy.runtime.inbound.Reply`) — and the run's summed usage."""
         env = ToolEnv(self.db, agent, turn.tenant_slug, self.workspace_root, context, inbound.channel,
-                      inbound.conversation, self)
+                      inbound.conversation, self, inbound.depth)
         specs = [tool.spec for tool in TOOLS.values()]
         messages = turn.messages
         shown = _Shown(self.events, agent, turn.tenant_slug, run_id, scope_user_id=context.user_id,
@@ -311,42 +313,68 @@ class Runtime:
     def spawn_subagent(self, env: ToolEnv, task: str) -> str:
         """Run ``task`` in a subagent of the same agent (its own session, the same SCOPE, the person as
         sender) in the background, then announce the result into ``env``'s conversation."""
+        self._may_hand_off(env, "spawn_subagent")
         task_id = secrets.token_hex(6)
         origin = env.context
         person = origin_sender_of(origin)
         sub_context = system_context(user_id=origin.user_id, sender_id=person, tenant_id=env.agent.tenant_id,
                                      agent_id=env.agent.id, agent_key=env.agent.agent_key,
                                      role=origin.role if person is not None else None)
-        work = Inbound(env.agent.tenant_id, env.agent.agent_key, sub_context, "subagent", f"subagent:{task_id}", task)
-        self._spawn(self._task_then_announce(env, work, lambda content: subagent_announce(
-            origin, task_id=task_id, content=content, channel=env.channel), task_id))
+        work = Inbound(env.agent.tenant_id, env.agent.agent_key, sub_context, "subagent", f"subagent:{task_id}", task,
+                       depth=env.depth + 1)
+        self._spawn(self._task_then_announce(env, work, self._start_handoff(env, task_id, work),
+                                             lambda content: subagent_announce(
+                                                 origin, task_id=task_id, content=content, channel=env.channel),
+                                             task_id))
         return task_id
 
     def delegate(self, env: ToolEnv, target: Agent, task: str) -> str:
         """Hand ``task`` to ``target`` (a teammate of the same tenant) as a ``teammate:<task>`` dispatch that
         carries the person, in the background, then announce the result into ``env``'s conversation."""
+        self._may_hand_off(env, "delegate")
         task_id = secrets.token_hex(6)
         origin = env.context
         dispatch = run_request_from_inbound(teammate_dispatch(origin, team_task_id=task_id, content=task,
                                                               channel="delegate"))
         target_context = context_for_run(dispatch, target.tenant_id, target.id, target.agent_key,
                                          role=origin.role if dispatch.sender_id == origin_sender_of(origin) else None)
-        work = Inbound(target.tenant_id, target.agent_key, target_context, "delegate", f"delegate:{task_id}", task)
-        self._spawn(self._task_then_announce(env, work, lambda content: delegate_announce(
-            origin, task_id=task_id, content=content, channel=env.channel), task_id))
+        work = Inbound(target.tenant_id, target.agent_key, target_context, "delegate", f"delegate:{task_id}", task,
+                       depth=env.depth + 1)
+        self._spawn(self._task_then_announce(env, work, self._start_handoff(env, task_id, work),
+                                             lambda content: delegate_announce(
+                                                 origin, task_id=task_id, content=content, channel=env.channel),
+                                             task_id))
         return task_id
 
-    async def _task_then_announce(self, env: ToolEnv, work: Inbound, announce: Callable[[str], InboundMessage],
-                                  task_id: str) -> None:
-        """Run the task in its own conversation, complete that session, then announce its reply as the
-        synthetic message ``announce`` makes (sender ``subagent:``/``delegate:``, the person in its metadata)."""
+    def _start_handoff(self, env: ToolEnv, task_id: str, work: Inbound) -> asyncio.Task[Reply]:
+        """The hand-off's run, started now and registered at once: from this moment it counts against the
+        agent's limit and ``cancel_task`` finds it."""
+        working = asyncio.get_running_loop().create_task(self(work))
+        self._handoffs[task_id] = _Handoff(env.agent.id, env.conversation, working)
+        return working
+
+    async def _task_then_announce(self, env: ToolEnv, work: Inbound, working: asyncio.Task[Reply],
+                                  announce: Callable[[str], InboundMessage], task_id: str) -> None:
+        """Wait for the task's run (in its own conversation), complete that session, then announce its reply
+        as the synthetic message ``announce`` makes (sender ``subagent:``/``delegate:``, the person in its
+        metadata); a cancelled task is announced as cancelled."""
         try:
-            result = await self(work)
-            await self.end_conversation(work)
+            result = await asyncio.shield(working)
             content = result.text or "(no answer)"
+        except asyncio.CancelledError:
+            if not working.cancelled():  # this task itself is cancelled (shutdown), not the hand-off
+                working.cancel()
+                raise
+            content = f"task {task_id} was cancelled"
         except Exception as error:
             logger.exception("runtime.task_failed", extra={"task_id": task_id})
             content = f"task {task_id} failed: {error}"
+        finally:
+            self._handoffs.pop(task_id, None)
+        try:
+            await self.end_conversation(work)
+        except Exception:  # the result is still announced; the session stays open for the next flush
+            logger.exception("runtime.task_end_failed", extra={"task_id": task_id})
         message = announce(content)
         run = run_request_from_inbound(message)
         origin = env.context
@@ -358,6 +386,27 @@ class Runtime:
         reply = await self(announced)
         if self.outbound is not None:
             await self.outbound(announced, reply)
+
+    def _may_hand_off(self, env: ToolEnv, tool: str) -> None:
+        """Refuse a hand-off beyond the depth or the agent's concurrency limit (the model is told why)."""
+        depth_limit = self.settings.max_delegation_depth
+        if env.depth >= depth_limit:
+            raise ToolError(f"{tool}: this run is {env.depth} hand-offs from the person's message and at most "
+                            f"{depth_limit} are allowed (runtime.max_delegation_depth); do the task here")
+        running = sum(1 for handoff in self._handoffs.values() if handoff.agent_id == env.agent.id)
+        limit = self.settings.max_delegations_per_agent
+        if running >= limit:
+            raise ToolError(f"{tool}: @{env.agent.agent_key} already has {running} hand-offs running, at most {limit} "
+                            "at once (runtime.max_delegations_per_agent); wait for a result or cancel_task one")
+
+    def cancel(self, env: ToolEnv, task_id: str) -> bool:
+        """Cancel the running hand-off ``task_id`` if this agent started it from this conversation; its
+        cancellation is announced like a result.  ``False`` when there is none (finished, unknown, another
+        conversation's or agent's, or running in another process)."""
+        handoff = self._handoffs.get(task_id)
+        if handoff is None or handoff.agent_id != env.agent.id or handoff.conversation != env.conversation:
+            return False
+        return handoff.run.cancel()
 
     def _spawn(self, work: Awaitable[None]) -> None:
         async def guarded() -> None:
@@ -374,6 +423,15 @@ class Runtime:
         """Until every background task (subagents, delegates, their announcements) has finished."""
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Handoff:
+    """A running hand-off: the agent and conversation that started it (who may cancel it), and its run."""
+
+    agent_id: str
+    conversation: str
+    run: asyncio.Task[Reply]
 
 
 class _Shown:

@@ -39,6 +39,8 @@ class Delegation(Protocol):
 
     def delegate(self, env: ToolEnv, target: Agent, task: str) -> str: ...
 
+    def cancel(self, env: ToolEnv, task_id: str) -> bool: ...
+
 
 @dataclass(frozen=True, slots=True)
 class ToolEnv:
@@ -53,6 +55,8 @@ class ToolEnv:
     channel: str
     conversation: str
     delegation: Delegation
+    #: Hand-offs from a person's message to this run (0: the person's own message; a subagent's run: 1, …).
+    depth: int = 0
 
 
 ToolFunction = Callable[[ToolEnv, Mapping[str, Any]], Awaitable[str]]

@@ -1,5 +1,9 @@
 """Agent links (one agent may delegate to, or hand off to, another) and an agent's MCP servers.
 
+Who an agent may hand work to (:func:`delegation_route`) is decided here, once: a ``delegate`` link from it
+to the other agent (a link has a direction: the source delegates to the target, not the reverse), or a team
+both are on (as lead or member).  Any other agent of the organization is out of reach.
+
 Both ends of a link are agents of the scope's tenant, checked before the write: the foreign key only proves
 that an agent exists somewhere, and a link across tenants would leak one tenant's agent to another.
 Deleting either agent deletes the link (CASCADE); deleting an agent deletes its MCP servers.
@@ -19,7 +23,7 @@ from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError
 from agentfy.store.paging import Keyset
 from agentfy.store.repos import agents
 from agentfy.store.repos._common import dump_json, load_json, require_label
-from agentfy.store.schema import agent_links, agent_mcp_servers
+from agentfy.store.schema import agent_links, agent_mcp_servers, team_members, teams
 from agentfy.store.sql import insert_returning_id
 
 DEFAULT_LINK_KIND: Final = "delegate"
@@ -38,6 +42,16 @@ LINKS_OF_PAGES: Final[Keyset[AgentLink]] = Keyset(
     sa.select(*_LINK_COLUMNS).where(_LINK_IN_TENANT, sa.or_(agent_links.c.source_agent_id == sa.bindparam("agent_id"),
                                                             agent_links.c.target_agent_id == sa.bindparam("agent_id"))),
     _LINK_ORDER, lambda link: (link.created_at, link.id))
+_DELEGATE_LINK: Final = sa.select(agent_links.c.id).where(
+    _LINK_IN_TENANT, agent_links.c.source_agent_id == sa.bindparam("source_id"),
+    agent_links.c.target_agent_id == sa.bindparam("target_id"),
+    agent_links.c.kind == DEFAULT_LINK_KIND).limit(1)
+#: The teams an agent is on, as a member or as the lead.
+_TEAMS_OF: Final = sa.union(
+    sa.select(team_members.c.team_id).where(team_members.c.tenant_id == sa.bindparam("tenant_id"),
+                                            team_members.c.agent_id == sa.bindparam("agent_id")),
+    sa.select(teams.c.id).where(teams.c.tenant_id == sa.bindparam("tenant_id"),
+                                teams.c.lead_agent_id == sa.bindparam("agent_id")))
 _DELETE_LINK: Final = sa.delete(agent_links).where(_LINK_IN_TENANT, agent_links.c.id == sa.bindparam("link_id"))
 
 _MCP_IN_TENANT: Final = agent_mcp_servers.c.tenant_id == sa.bindparam("tenant_id")
@@ -126,6 +140,21 @@ def list_links(tx: Tx, scope: Scope, agent_id: str | None = None,
     agent = agents.get_agent(tx, scope, parse_id(agent_id, "agent"))
     return LINKS_OF_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "agent_id": agent.id}, _link, after=after,
                                 limit=limit)
+
+
+def delegation_route(tx: Tx, scope: Scope, source_agent_id: str, target_agent_id: str) -> str | None:
+    """How the agent ``source_agent_id`` may hand work to ``target_agent_id`` (both the scope's): ``"link"``
+    (a ``delegate`` link from source to target), ``"team"`` (a team both are on), or ``None``: out of reach."""
+    params = {"tenant_id": scope.tenant_id, "source_id": source_agent_id, "target_id": target_agent_id}
+    if tx.one(_DELEGATE_LINK, params) is not None:
+        return "link"
+    source_teams = {row[0] for row in tx.all(_TEAMS_OF, {"tenant_id": scope.tenant_id, "agent_id": source_agent_id})}
+    if source_teams:
+        target_teams = {row[0] for row in tx.all(_TEAMS_OF, {"tenant_id": scope.tenant_id,
+                                                             "agent_id": target_agent_id})}
+        if source_teams & target_teams:
+            return "team"
+    return None
 
 
 def delete_link(tx: Tx, scope: Scope, link_id: str) -> None:
