@@ -1,23 +1,20 @@
 """The web chat page in headless Chromium (Debian's ``chromium`` and ``chromium-driver``): sign in with an API
 key, see the organization's agents, talk to one, see live agent events over the WebSocket API.
 
-The gateway runs for real (uvicorn on a free port, in a thread, stopped in ``finally``), the agent answers
-through the real runtime with the offline model; the page's contract with the chat endpoint is the one
-constant ``MESSAGES_PATH`` in ``chat.js``.  Without the browser the test is skipped with the reason, except
+The gateway runs for real (:class:`~tests.helpers.served.ServedApp`: uvicorn on a free port, in a thread),
+the agent answers through the real runtime with the offline model; the page's contract with the chat endpoint
+is the one constant ``MESSAGES_PATH`` in ``chat.js``.  Without the browser the test is skipped with the reason, except
 under ``CI=true``, where a missing browser is an error (``make pytest`` installs it when run as root).
 """
 
 from __future__ import annotations
 
 import shutil
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 from fastapi import FastAPI
 
 from agentfy.gateway.app import create_app
@@ -25,6 +22,7 @@ from agentfy.identity.roles import ROLES
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, orgs
 from tests.helpers.databases import IN_CI
+from tests.helpers.served import ServedApp
 from tests.helpers.tenants import Tenant, make_tenant
 from tests.runtime.helpers import FailingProvider
 
@@ -53,12 +51,6 @@ def browser() -> Iterator[Any]:
         driver.quit()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def served(sqlite_db: Database) -> Iterator[tuple[str, Tenant, FastAPI]]:
     tenant = make_tenant(sqlite_db, "acme", keys=ROLES)
@@ -69,19 +61,8 @@ def served(sqlite_db: Database) -> Iterator[tuple[str, Tenant, FastAPI]]:
         tenant.keys["person"] = api_keys.create_api_key(tx, tenant.scope, name="operator person", role="operator",
                                                         user_id=user_id).key
     app = create_app(sqlite_db, signing_secret=b"s" * 32)
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert time.monotonic() < deadline, "the gateway did not start"
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}", tenant, app
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with ServedApp(app, name="gateway") as gateway:
+        yield gateway.url, tenant, app
 
 
 def _wait(condition: Any, what: str, timeout: float = 15) -> Any:
