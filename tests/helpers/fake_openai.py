@@ -166,6 +166,13 @@ class FakeOpenAI:
         with self._lock:
             self._script.extend(answers)
 
+    def reset(self) -> None:
+        """Forget the script, the requests and the disconnects (a server shared by several tests)."""
+        with self._lock:
+            self._script.clear()
+            self.requests.clear()
+            self.disconnects = 0
+
     @property
     def pending(self) -> int:
         """Scripted answers not served yet."""
