@@ -20,12 +20,16 @@ DISCORD_API = "http://discord.fake/api/v10"
 
 @dataclass
 class FakeClock:
-    """A monotonic clock the test moves (nothing sleeps)."""
+    """A monotonic clock the test moves (nothing sleeps); :meth:`sleep` moves it instead of waiting."""
 
     now: float = 1000.0
 
     def __call__(self) -> float:
         return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        """Move the clock (without yielding: several tasks sleeping at once would each move it further)."""
+        self.now += seconds
 
 
 @dataclass
@@ -103,3 +107,8 @@ class Gateway:
     runtime: FakeRuntime
     platforms: FakePlatforms
     state: ChannelState
+
+    def use_clock(self, clock: FakeClock) -> FakeClock:
+        """Pace the channels' replies by ``clock`` (their waits move it; nothing sleeps)."""
+        self.state.clock, self.state.sleep = clock, clock.sleep
+        return clock

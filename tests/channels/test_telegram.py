@@ -316,8 +316,7 @@ def test_the_api_bases_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
 
 # -- streaming and failures -----------------------------------------------------------------------------------
 def test_a_streamed_reply_is_sent_then_edited_at_most_once_a_second(gateway: Gateway, bound: str) -> None:
-    clock = FakeClock()
-    gateway.state.clock = clock
+    clock = gateway.use_clock(FakeClock())
     # pieces 0.4 s apart: sent with the first, edited when a second has passed (the 4th and 7th), then the end
     gateway.runtime.pieces = ["Hel", "lo", " the", "re", " my", " friend", "!", " Bye"]
     gateway.runtime.clock, gateway.runtime.step = clock, 0.4
@@ -339,7 +338,7 @@ def test_the_edit_interval_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_a_long_streamed_reply_ends_split_at_telegrams_limit(gateway: Gateway, bound: str) -> None:
-    gateway.state.clock = FakeClock()
+    gateway.use_clock(FakeClock())
     gateway.runtime.pieces = ["x" * 3000, "y" * 3000]
     assert post(gateway, message()).status_code == 200
     shown = gateway.platforms.shown()
@@ -358,7 +357,7 @@ def test_a_model_that_fails_gets_the_person_a_note_not_silence(gateway: Gateway,
 
 
 def test_a_run_that_fails_mid_stream_is_edited_to_the_note(gateway: Gateway, bound: str) -> None:
-    gateway.state.clock = FakeClock()
+    gateway.use_clock(FakeClock())
     gateway.runtime.pieces = ["half an", " answer"]
     gateway.runtime.error = ModelError("the model at https://llm.example/v1 did not answer in time", timed_out=True)
     assert post(gateway, message()).status_code == 200
@@ -387,8 +386,7 @@ def test_a_misconfigured_model_says_to_ask_an_admin(gateway: Gateway, bound: str
 
 
 def test_progress_that_cannot_be_shown_never_fails_the_run(gateway: Gateway, bound: str) -> None:
-    clock = FakeClock()
-    gateway.state.clock = clock
+    clock = gateway.use_clock(FakeClock())
     gateway.runtime.pieces, gateway.runtime.clock, gateway.runtime.step = ["one", " two", " three"], clock, 2.0
     gateway.platforms.down_once = {"editMessageText"}  # the first edit is lost: streaming stops, the end is sent
     assert post(gateway, message()).status_code == 200

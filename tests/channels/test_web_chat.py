@@ -1,30 +1,32 @@
 """The web chat page in headless Chromium (Debian's ``chromium`` and ``chromium-driver``): sign in with an API
-key, see the organization's agents, talk to one, see live agent events over the WebSocket API.
+key, see the organization's agents, talk to one, see live agent events over the WebSocket API; a real model
+server's streamed reply and its failures reach the page.
 
-The gateway runs for real (uvicorn on a free port, in a thread, stopped in ``finally``), the agent answers
-through the real runtime with the offline model; the page's contract with the chat endpoint is the one
-constant ``MESSAGES_PATH`` in ``chat.js``.  Without the browser the test is skipped with the reason, except
+The gateway runs for real (:class:`~tests.helpers.served.ServedApp`: uvicorn on a free port, in a thread),
+the agent answers through the real runtime with the offline model; the page's contract with the chat endpoint
+is the one constant ``MESSAGES_PATH`` in ``chat.js``.  Without the browser the test is skipped with the reason, except
 under ``CI=true``, where a missing browser is an error (``make pytest`` installs it when run as root).
 """
 
 from __future__ import annotations
 
 import shutil
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 
 from agentfy.gateway.app import create_app
 from agentfy.identity.roles import ROLES
+from agentfy.runtime.openai_compat import CallPolicy
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, orgs
 from tests.helpers.databases import IN_CI
+from tests.helpers.fake_openai import Completion, Failure, FakeOpenAI
+from tests.helpers.served import ServedApp
 from tests.helpers.tenants import Tenant, make_tenant
 from tests.runtime.helpers import FailingProvider
 
@@ -53,12 +55,6 @@ def browser() -> Iterator[Any]:
         driver.quit()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def served(sqlite_db: Database) -> Iterator[tuple[str, Tenant, FastAPI]]:
     tenant = make_tenant(sqlite_db, "acme", keys=ROLES)
@@ -69,19 +65,8 @@ def served(sqlite_db: Database) -> Iterator[tuple[str, Tenant, FastAPI]]:
         tenant.keys["person"] = api_keys.create_api_key(tx, tenant.scope, name="operator person", role="operator",
                                                         user_id=user_id).key
     app = create_app(sqlite_db, signing_secret=b"s" * 32)
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert time.monotonic() < deadline, "the gateway did not start"
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}", tenant, app
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with ServedApp(app, name="gateway") as gateway:
+        yield gateway.url, tenant, app
 
 
 def _wait(condition: Any, what: str, timeout: float = 15) -> Any:
@@ -159,3 +144,45 @@ def test_a_run_that_fails_mid_reply_shows_the_failure_note_instead(browser: Any,
                       "503). Please try again in a minute; if it keeps failing, ask an admin to check the agent's "
                       "model settings (`agentfy agents model check support`)."]
     assert browser.find_elements(By.CSS_SELECTOR, "#messages .msg.agent") == []  # nothing half-written stays
+
+
+@pytest.fixture(scope="module")
+def fake_model() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+def test_a_real_models_stream_and_its_503s_reach_the_page(browser: Any, served: tuple[str, Tenant, FastAPI],
+                                                          fake_model: FakeOpenAI) -> None:
+    """The agent's model is a real OpenAI-compatible server (set as an admin does, over the API): its streamed
+    pieces are rendered as they come and join to the reply; three 503s in a row give the failure note, and no
+    partial reply stays."""
+    from selenium.webdriver.common.by import By
+
+    base, tenant, app = served
+    app.state.gateway.runtime.providers.policy = CallPolicy(backoff_seconds=0.01, backoff_max_seconds=0.02)
+    admin = tenant.headers("admin")
+    assert httpx.put(f"{base}/v1/credentials/llm", json={"secret": "sk-page-0123456789abcdef"},
+                     headers=admin).status_code == 200
+    assert httpx.put(f"{base}/v1/agents/support/model", headers=admin, json={
+        "provider": "openai", "base_url": fake_model.url, "model": "gpt-page", "credential": "llm"}).status_code == 200
+    fake_model.reset()
+    fake_model.script(Completion(text="The launch moves to Friday.", piece_delay=0.05),
+                      *[Failure(503)] * 3)
+    _signed_in(browser, base, tenant)
+    by_id = lambda name: browser.find_element(By.ID, name)  # noqa: E731
+    by_id("message-text").send_keys("when is the launch?")
+    by_id("send").click()
+    done = "#messages .msg.agent:not(.streaming)"
+    (reply,) = _wait(lambda: browser.find_elements(By.CSS_SELECTOR, done), "the streamed reply")
+    assert reply.text == "The launch moves to Friday." and int(reply.get_attribute("data-pieces")) == 5
+
+    by_id("message-text").send_keys("and now?")
+    by_id("send").click()
+    errors = _wait(lambda: [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#messages .msg.error")],
+                   "the failure note")
+    assert errors == [f"502 The agent's model could not answer (the model at {fake_model.url} answered HTTP 503). "
+                      "Please try again in a minute; if it keeps failing, ask an admin to check the agent's model "
+                      "settings (`agentfy agents model check support`)."]
+    assert [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#messages .msg.agent")] == [reply.text]
+    assert len(fake_model.requests) == 4 and fake_model.pending == 0

@@ -5,7 +5,6 @@ completions streamed and not, the conversation ``user`` names, ``GET /v1/models`
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,7 +14,6 @@ import httpx
 import openai
 import pytest
 import sqlalchemy as sa
-import uvicorn
 
 from agentfy.gateway.app import create_app
 from agentfy.identity import Scope
@@ -24,6 +22,7 @@ from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, orgs, sessions
 from agentfy.store.repos.agents import Agent
 from agentfy.store.schema import sessions as sessions_table
+from tests.helpers.served import ServedApp
 
 
 def _free_port() -> int:
@@ -64,19 +63,8 @@ def served(db: Database, tmp_path: Path) -> Iterator[Served]:
         other = orgs.create_organization(tx, slug="globex", name="Globex")
         agents.create_agent(tx, Scope(other.id), agent_key="rival")
     app = create_app(db, signing_secret=b"s" * 32, workspace_root=tmp_path / "workspaces")
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert time.monotonic() < deadline, "the gateway did not start"
-            time.sleep(0.05)
-        yield Served(f"http://127.0.0.1:{port}", key, person.id, scope, bot, nobody, revoked.key)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with ServedApp(app, name="gateway") as gateway:
+        yield Served(gateway.url, key, person.id, scope, bot, nobody, revoked.key)
 
 
 def test_a_completion_answers_with_the_agents_reply_and_usage(served: Served) -> None:

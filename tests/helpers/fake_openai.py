@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import threading
 import time
 from collections import deque
@@ -35,13 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agentfy.runtime.model import Usage
+from tests.helpers.served import ServedApp
 
 
 @dataclass(frozen=True)
@@ -158,9 +157,7 @@ class FakeOpenAI:
         self.requests: list[Recorded] = []
         #: Streams the client left before their end (a cancelled run closes its connection).
         self.disconnects = 0
-        self._socket: socket.socket | None = None
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._served: ServedApp | None = None
 
     # -- the test's side --------------------------------------------------------------------------------------
 
@@ -168,6 +165,13 @@ class FakeOpenAI:
         """Queue ``answers``: the next requests get them, in order."""
         with self._lock:
             self._script.extend(answers)
+
+    def reset(self) -> None:
+        """Forget the script, the requests and the disconnects (a server shared by several tests)."""
+        with self._lock:
+            self._script.clear()
+            self.requests.clear()
+            self.disconnects = 0
 
     @property
     def pending(self) -> int:
@@ -177,8 +181,8 @@ class FakeOpenAI:
 
     @property
     def port(self) -> int:
-        assert self._socket is not None, "the fake is not started"
-        return int(self._socket.getsockname()[1])
+        assert self._served is not None, "the fake is not started"
+        return self._served.port
 
     @property
     def url(self) -> str:
@@ -186,33 +190,14 @@ class FakeOpenAI:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> FakeOpenAI:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self._socket = sock
         app = Starlette(routes=[Route("/v1/chat/completions", self._endpoint, methods=["POST"])])
-        config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
-                                timeout_graceful_shutdown=1)
-        server = self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="fake-openai",
-                                        daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("the fake OpenAI server did not start")
-            time.sleep(0.01)
+        self._served = ServedApp(app, name="fake-openai", lifespan="off").start()
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._socket is not None:
-            self._socket.close()
-        self._server = self._thread = None
+        if self._served is not None:
+            self._served.stop()
+        self._served = None
 
     def __enter__(self) -> FakeOpenAI:
         return self.start()

@@ -47,7 +47,7 @@ class TelegramSettings(_PlatformApi):
     """The Bot API server (``api.telegram.org``, or a self-hosted one)."""
 
     api_base: str = "https://api.telegram.org"
-    #: The least time between two edits of a streaming reply (the final edit, with the whole text, is not held).
+    #: The least time between two messages or edits of streaming replies in one chat (all its replies together).
     edit_interval_seconds: float = Field(default=EDIT_INTERVAL_SECONDS, ge=0.1, le=60)
 
 

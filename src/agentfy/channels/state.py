@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import httpx
 from fastapi import FastAPI, Request
 
 from agentfy.channels.settings import ChannelSettings
+from agentfy.channels.telegram_stream import ChatThrottle
 from agentfy.channels.web import mount_chat_page
 from agentfy.errors import ApiError
 from agentfy.runtime.inbound import MessageHandler
@@ -43,8 +44,10 @@ class ChannelState:
     handler: MessageHandler | None = None
     transport: httpx.AsyncBaseTransport | None = None
     cipher_override: CredentialCipher | None = None
-    #: The clock streaming replies are throttled by (tests give their own, so nothing sleeps).
+    #: The clock and the sleep Telegram replies are paced by (tests give their own, so nothing sleeps).
     clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    _telegram_throttle: ChatThrottle | None = field(default=None, init=False, repr=False)
     _cipher: CredentialCipher | None = field(default=None, init=False, repr=False)
     _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
     _client_loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
@@ -64,6 +67,15 @@ class ChannelState:
         if self.handler is None:
             raise ApiError(503, "unavailable", "no agent runtime is attached to this gateway; retry later")
         return self.handler
+
+    def telegram_throttle(self) -> ChatThrottle:
+        """The pace of every Telegram chat this process replies in (one per process, shared by all replies),
+        made on first use with the settings' ``telegram.edit_interval_seconds``, :attr:`clock` and
+        :attr:`sleep`."""
+        if self._telegram_throttle is None:
+            self._telegram_throttle = ChatThrottle(self.settings.telegram.edit_interval_seconds, clock=self.clock,
+                                                   sleep=self.sleep)
+        return self._telegram_throttle
 
     def client(self) -> httpx.AsyncClient:
         """The client replies are sent with: one per event loop, kept open (connections reused).

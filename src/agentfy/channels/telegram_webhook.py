@@ -104,8 +104,8 @@ async def telegram_webhook(bot: str, request: Request, binding: TelegramBot,
             raise ValueError(f"the binding of @{binding.name} has no bot token")
         return found_token
 
-    reply = TelegramReply(state.client(), state.settings.telegram.api_base, token, found,
-                          interval=state.settings.telegram.edit_interval_seconds, clock=state.clock)
+    reply = TelegramReply(state.client(), state.settings.telegram.api_base, token, found, bot=binding.address,
+                          throttle=state.telegram_throttle())
     background.add_task(run_turn, handler, found.inbound, Surface(reply.send, reply.fail, on_text=reply.piece))
     return {"ok": True}
 
