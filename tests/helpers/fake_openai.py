@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import threading
 import time
 from collections import deque
@@ -35,13 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agentfy.runtime.model import Usage
+from tests.helpers.local_server import LocalServer
 
 
 @dataclass(frozen=True)
@@ -158,9 +157,8 @@ class FakeOpenAI:
         self.requests: list[Recorded] = []
         #: Streams the client left before their end (a cancelled run closes its connection).
         self.disconnects = 0
-        self._socket: socket.socket | None = None
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server = LocalServer(Starlette(routes=[Route("/v1/chat/completions", self._endpoint,
+                                                           methods=["POST"])]), name="fake-openai")
 
     # -- the test's side --------------------------------------------------------------------------------------
 
@@ -177,8 +175,7 @@ class FakeOpenAI:
 
     @property
     def port(self) -> int:
-        assert self._socket is not None, "the fake is not started"
-        return int(self._socket.getsockname()[1])
+        return self._server.port
 
     @property
     def url(self) -> str:
@@ -186,33 +183,11 @@ class FakeOpenAI:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> FakeOpenAI:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self._socket = sock
-        app = Starlette(routes=[Route("/v1/chat/completions", self._endpoint, methods=["POST"])])
-        config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
-                                timeout_graceful_shutdown=1)
-        server = self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="fake-openai",
-                                        daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("the fake OpenAI server did not start")
-            time.sleep(0.01)
+        self._server.start()
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._socket is not None:
-            self._socket.close()
-        self._server = self._thread = None
+        self._server.stop()
 
     def __enter__(self) -> FakeOpenAI:
         return self.start()
