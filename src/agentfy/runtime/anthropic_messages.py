@@ -116,7 +116,7 @@ class AnthropicMessagesProvider:
     async def _plain(self, client: anthropic.AsyncAnthropic, arguments: dict[str, Any]) -> ModelResponse:
         message = await client.messages.create(**arguments, timeout=self.policy.timeout_seconds)
         try:
-            document = message.to_dict()
+            document = message.to_dict(warnings=False)
             assembly = _Assembly(usage=parse_usage(document.get("usage")))
             for index, block in enumerate(document["content"]):
                 assembly.start(index, block)
@@ -132,7 +132,7 @@ class AnthropicMessagesProvider:
         async with stream:
             async for event in stream:
                 try:
-                    piece = assembly.add(event.to_dict())
+                    piece = assembly.add(event.to_dict(warnings=False))
                 except (ValueError, KeyError, IndexError, TypeError, AttributeError):
                     raise self._malformed() from None
                 if piece:
