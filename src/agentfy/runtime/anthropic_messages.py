@@ -27,7 +27,8 @@ Tries, timeouts and cancellation are :mod:`agentfy.runtime.call_policy`'s (the S
 HTTP 408, 409, 429, 5xx (529: overloaded), an ``overloaded_error`` or ``api_error`` event in a stream before
 any text was shown, a connection error and a timeout are tried again.  Failures become
 :class:`~agentfy.runtime.model.ModelError` (:func:`model_error`, the one mapping of the SDK's exceptions): the
-base URL and the HTTP status, never the key or a response body.
+base URL, the HTTP status and the error's type when it is a plain word (``invalid_request_error``), never the key
+or a response's message.
 
 The client is always given the key explicitly (a placeholder when the agent names no credential), so the SDK
 never falls back to ``$ANTHROPIC_API_KEY`` or a profile on the server's disk: an agent uses its organization's
@@ -268,7 +269,8 @@ def retryable(error: BaseException) -> bool:
 
 def model_error(base_url: str, error: BaseException, *, timeout: float) -> ModelError:
     """The person's message for an SDK failure (the one mapping of its exception classes): the base URL and the
-    status or the transport error's type; never the key, never a response body."""
+    status (with the error's type word) or the transport error's type; never the key, never a response's
+    message (it may echo the key)."""
     where = f"the model at {base_url}"
     if isinstance(error, TimeoutError | anthropic.APITimeoutError):
         return ModelError(f"{where} did not answer within {timeout:g} s", timed_out=True)
