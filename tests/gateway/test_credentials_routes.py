@@ -164,7 +164,7 @@ def test_the_model_is_set_read_and_checked_through_the_runtime(world: World, cli
     client.put("/v1/credentials/openai", json={"secret": SECRET}, headers=admin)
     set_ = client.put(f"/v1/agents/{world.bot}/model", json=MODEL, headers=admin)
     assert set_.status_code == 200, set_.text
-    assert set_.json() == {**MODEL, "context_window": 8000}
+    assert set_.json() == {**MODEL, "context_window": 8000, "max_tokens": None}
     assert client.get("/v1/agents/bot/model", headers=admin).json() == set_.json()
     agent = client.get("/v1/agents/bot", headers=admin).json()
     assert agent["config"]["keep"] is True and agent["config"]["model"]["model"] == "gpt-test"  # the rest kept
@@ -201,6 +201,9 @@ def test_a_model_that_refuses_is_502_model_error_without_the_secret(world: World
     ({"context_window": 10}, "context_window"),
     ({"credential": "Not A Slug"}, "credential"),
     ({"provider": "offline", "api_key": SECRET}, "api_key"),
+    ({"provider": "anthropic"}, "model"),
+    ({"provider": "anthropic", "model": "claude", "max_tokens": 0}, "max_tokens"),
+    ({"provider": "openai", "base_url": "https://x.test", "model": "m", "max_tokens": 100}, "max_tokens"),
 ])
 def test_a_bad_model_is_422_naming_the_field(world: World, client: TestClient, body: dict[str, Any],
                                              field: str) -> None:

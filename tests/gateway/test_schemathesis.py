@@ -49,6 +49,7 @@ from agentfy.settings import load_settings
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, orgs
 from tests.gateway.contract_rules import ensure_resource_availability, positive_data_acceptance
+from tests.helpers.mock_anthropic import MockAnthropic
 from tests.helpers.mock_openai import MockOpenAI
 
 MAX_EXAMPLES = 4
@@ -104,8 +105,9 @@ def api(db: Database, tmp_path: Path) -> Api:
     configuration = load_settings({"credentials_key": base64.b64encode(b"k" * 32).decode()})
     app = create_app(db, signing_secret=b"s" * 32, settings=configuration, workspace_root=tmp_path / "workspaces")
     # An agent's model may be set to any server (PUT /v1/agents/{agent}/model) and then called (its check, a
-    # message): every URL reaches a fake OpenAI-compatible server, never the network.
+    # message): every URL reaches a fake OpenAI-compatible or Anthropic server, never the network.
     app.state.gateway.runtime.providers.clients = MockOpenAI().clients()
+    app.state.gateway.runtime.providers.anthropic_clients = MockAnthropic().clients()
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     # Schemathesis's own generation settings, for whatever of it does not go through the @given below: no
     # randomness of its own, no example database.  The owner key is sent with every request, so the bearer

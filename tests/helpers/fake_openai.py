@@ -26,9 +26,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import threading
-import time
-from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +37,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agentfy.runtime.model import Usage
-from tests.helpers.served import ServedApp
+from tests.helpers.local_server import ScriptedServer
 
 
 @dataclass(frozen=True)
@@ -86,16 +83,6 @@ class Raw:
 Answer = Completion | Failure | Raw
 
 
-@dataclass(frozen=True)
-class Recorded:
-    """One request as the server got it: its headers (lower-case names) and its JSON body; ``at``: the
-    ``time.monotonic()`` it arrived (to measure a retry's wait)."""
-
-    headers: Mapping[str, str]
-    body: Mapping[str, Any]
-    at: float
-
-
 def _usage(usage: Usage) -> dict[str, Any]:
     out: dict[str, Any] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
                            "total_tokens": usage.prompt_tokens + usage.completion_tokens}
@@ -104,7 +91,8 @@ def _usage(usage: Usage) -> dict[str, Any]:
     return out
 
 
-def _split(text: str) -> list[str]:
+def split_pieces(text: str) -> list[str]:
+    """``text`` word by word, each piece keeping its trailing white space (how a fake streams by default)."""
     return re.findall(r"\s*\S+\s*|\s+", text) if text else []
 
 
@@ -131,7 +119,7 @@ def completion_chunks(answer: Completion, model: str, *, include_usage: bool) ->
                 "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     chunks = [chunk({"role": "assistant", "content": ""})]
-    pieces = list(answer.pieces) if answer.pieces is not None else _split(answer.text or "")
+    pieces = list(answer.pieces) if answer.pieces is not None else split_pieces(answer.text or "")
     chunks.extend(chunk({"content": piece}) for piece in pieces)
     for index, call in enumerate(answer.tool_calls):
         text = json.dumps(dict(call.arguments))
@@ -146,76 +134,22 @@ def completion_chunks(answer: Completion, model: str, *, include_usage: bool) ->
     return chunks
 
 
-class FakeOpenAI:
-    """The fake server (see the module docstring).  Thread-safe: tests script and read from the test's
-    thread while uvicorn serves in its own."""
+class FakeOpenAI(ScriptedServer[Answer]):
+    """The fake server (see the module docstring; scripting and recording: :class:`~tests.helpers.local_server.
+    ScriptedServer`)."""
 
     def __init__(self, *, default: Answer | None = None) -> None:
-        self.default = default
-        self._script: deque[Answer] = deque()
-        self._lock = threading.Lock()
-        self.requests: list[Recorded] = []
-        #: Streams the client left before their end (a cancelled run closes its connection).
-        self.disconnects = 0
-        self._served: ServedApp | None = None
-
-    # -- the test's side --------------------------------------------------------------------------------------
-
-    def script(self, *answers: Answer) -> None:
-        """Queue ``answers``: the next requests get them, in order."""
-        with self._lock:
-            self._script.extend(answers)
-
-    def reset(self) -> None:
-        """Forget the script, the requests and the disconnects (a server shared by several tests)."""
-        with self._lock:
-            self._script.clear()
-            self.requests.clear()
-            self.disconnects = 0
-
-    @property
-    def pending(self) -> int:
-        """Scripted answers not served yet."""
-        with self._lock:
-            return len(self._script)
-
-    @property
-    def port(self) -> int:
-        assert self._served is not None, "the fake is not started"
-        return self._served.port
+        app = Starlette(routes=[Route("/v1/chat/completions", self._endpoint, methods=["POST"])])
+        super().__init__(app, name="fake-openai", default=default)
 
     @property
     def url(self) -> str:
         """The base URL to configure (``http://127.0.0.1:<port>/v1``)."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> FakeOpenAI:
-        app = Starlette(routes=[Route("/v1/chat/completions", self._endpoint, methods=["POST"])])
-        self._served = ServedApp(app, name="fake-openai", lifespan="off").start()
-        return self
-
-    def stop(self) -> None:
-        if self._served is not None:
-            self._served.stop()
-        self._served = None
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # -- the server's side ------------------------------------------------------------------------------------
-
-    def _next(self) -> Answer | None:
-        with self._lock:
-            return self._script.popleft() if self._script else self.default
-
     async def _endpoint(self, request: Request) -> Response:
         body = json.loads(await request.body())
-        with self._lock:
-            self.requests.append(Recorded(dict(request.headers), body, time.monotonic()))
-        answer = self._next()
+        answer = self.take(request.headers, body)
         if answer is None:
             return JSONResponse({"error": {"message": "the fake has no scripted answer", "type": "fake"}}, 500)
         if not isinstance(answer, Raw) and answer.delay:
@@ -242,8 +176,7 @@ class FakeOpenAI:
             finished = True
         finally:
             if not finished:
-                with self._lock:
-                    self.disconnects += 1
+                self.disconnected()
 
 
 @pytest.fixture

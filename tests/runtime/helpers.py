@@ -57,3 +57,13 @@ class FailingProvider:
             if on_text is not None:
                 await on_text(piece)
         raise self.error
+
+
+class Sleeps:
+    """Records the waits between a provider's tries instead of waiting."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)

@@ -43,6 +43,7 @@ from agentfy.runtime.toolbox import TOOLS, run_tool
 from agentfy.runtime.tools import ToolEnv
 from agentfy.runtime.tools.records import SEARCH_MEMORY
 from tests.helpers.fake_openai import Completion, Failure, FakeOpenAI, FakeToolCall, Raw
+from tests.runtime.helpers import Sleeps
 
 KEYS = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True)
 VALUES = st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=30)
@@ -145,16 +146,6 @@ REQUEST = ModelRequest("SYSTEM", [ChatMessage("user", "hi")], [SEARCH_MEMORY.spe
 def fake() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as server:
         yield server
-
-
-class Sleeps:
-    """Records the waits between tries instead of waiting."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
 
 
 def _provider(fake: FakeOpenAI, *, sleep: Callable[[float], Awaitable[None]] | None = None,

@@ -57,23 +57,28 @@ def settings_of(agent: Agent) -> ModelSettings:
 def show(settings: ModelSettings) -> None:
     rows = [(name, "-" if value is None else str(value)) for name, value in (
         ("provider", settings.provider), ("base_url", settings.base_url), ("model", settings.model),
-        ("credential", settings.credential), ("context_window", settings.context_window))]
+        ("credential", settings.credential), ("context_window", settings.context_window),
+        ("max_tokens", settings.max_tokens))]
     out.print(table(("setting", "value"), rows), highlight=False, markup=False, soft_wrap=True)
 
 
 @model_group.command("set")
 def set_model(
     agent: AgentArgument, org: OrgOption,
-    provider: Annotated[str, typer.Option("--provider", help="offline (the built-in model) or openai (any "
-                                          "OpenAI-compatible server).")] = "offline",
+    provider: Annotated[str, typer.Option("--provider", help="offline (the built-in model), openai (any "
+                                          "OpenAI-compatible server) or anthropic (Anthropic's Messages API)."
+                                          )] = "offline",
     base_url: Annotated[str | None, typer.Option("--base-url", show_default=False, help=(
-        "The OpenAI-compatible server's API root, e.g. https://api.openai.com/v1 (required for openai)."))] = None,
-    model: Annotated[str | None, typer.Option("--model", show_default=False,
-                                              help="The model's name on that server (required for openai).")] = None,
+        "The server's API root, e.g. https://api.openai.com/v1 (required for openai; for anthropic "
+        "https://api.anthropic.com unless given)."))] = None,
+    model: Annotated[str | None, typer.Option("--model", show_default=False, help=(
+        "The model's name on that server (required for openai and anthropic)."))] = None,
     credential: Annotated[str | None, typer.Option("--credential", show_default=False, help=(
         "The organization's credential holding the API key (`agentfy credentials set NAME` first)."))] = None,
     context_window: Annotated[int | None, typer.Option("--context-window", show_default=False, help=(
         "The model's context window in tokens \\[default: 8000]."))] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", show_default=False, help=(
+        "The longest answer in tokens, anthropic only \\[default: 4096]."))] = None,
     database_url: DatabaseUrlOption = None,
 ) -> None:
     """Set AGENT's model (its config.model; the rest of its configuration is kept), checked as a run checks
@@ -82,7 +87,7 @@ def set_model(
 
     raw: dict[str, Any] = {name: value for name, value in (
         ("provider", provider), ("base_url", base_url), ("model", model), ("credential", credential),
-        ("context_window", context_window)) if value is not None}
+        ("context_window", context_window), ("max_tokens", max_tokens)) if value is not None}
     try:
         settings = ModelSettings.parse(raw, field="")
     except ModelConfigError as error:

@@ -10,14 +10,10 @@ One call (:meth:`OpenAICompatibleProvider.complete`):
   delta goes to ``on_text`` in order, tool calls are assembled from their fragments (by ``index``: the id and
   name, then the argument pieces), and the usage comes from the final chunk — the same
   :class:`~agentfy.runtime.model.ModelResponse` a plain call returns;
-* tried up to :attr:`CallPolicy.attempts` times on HTTP 408, 429 and 5xx, a connection error and a timeout.
-  Between tries it waits what the server's ``Retry-After`` says (seconds or an HTTP date; ``retry-after-ms``
-  too), at most :attr:`CallPolicy.retry_after_max_seconds` (60 s: a server asking for more is asked again
-  after 60 s rather than holding the run for an hour), else an exponential backoff with jitter.  The SDK's own
-  retries are off (``max_retries=0``): the loop here is the one place that decides, logs each retry, and
-  knows not to retry a stream that has already shown text (the person would see it twice);
-* each try is bounded by :attr:`CallPolicy.timeout_seconds`, the stream included (the SDK's HTTP timeout only
-  bounds each read); running out is a :class:`~agentfy.runtime.model.ModelError` with ``timed_out``;
+* tried as :mod:`agentfy.runtime.call_policy` says (:class:`~agentfy.runtime.call_policy.CallPolicy`: up to 3
+  tries on HTTP 408, 429 and 5xx, a connection error and a timeout, waiting what ``Retry-After`` asks, at most
+  60 s, else a jittered backoff; each try bounded, the stream included; a stream that has shown text is not
+  tried again).  The SDK's own retries are off (``max_retries=0``): that loop is the one place that decides;
 * a cancelled run cancels the request: the HTTP connection is closed, so the server sees the disconnect.
 
 Failures become :class:`~agentfy.runtime.model.ModelError` (:func:`model_error`, the one mapping of the SDK's
@@ -28,20 +24,14 @@ never the key or a response body (it may echo the key).
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
-import logging
-import math
-import random
-import time
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import openai
 
+from agentfy.runtime.call_policy import CallPolicy, Progress, SdkErrors, call_with_policy, retry_after
 from agentfy.runtime.model import (
     ChatMessage,
     ModelError,
@@ -52,15 +42,10 @@ from agentfy.runtime.model import (
     ToolSpec,
     Usage,
 )
-from agentfy.runtime.settings import (
-    DEFAULT_MODEL_ATTEMPTS,
-    DEFAULT_MODEL_BACKOFF_MAX_SECONDS,
-    DEFAULT_MODEL_BACKOFF_SECONDS,
-    DEFAULT_MODEL_RETRY_AFTER_MAX_SECONDS,
-    DEFAULT_MODEL_TIMEOUT_SECONDS,
-)
+from agentfy.runtime.sdk_clients import SdkClients
 
-logger: Final = logging.getLogger("agentfy.runtime.openai_compat")
+__all__ = ["PLACEHOLDER_KEY", "CallPolicy", "OpenAIClients", "OpenAICompatibleProvider", "make_client",
+           "model_error", "parse_response", "parse_usage", "request_body", "retry_after", "retryable"]
 
 #: The key sent when the agent names no credential (a local server that checks none); the SDK needs one.
 PLACEHOLDER_KEY: Final = "no-key"
@@ -74,102 +59,17 @@ CHAT_COMPLETIONS: Final = "/chat/completions"
 RETRIED_STATUSES: Final = frozenset({408, 429})
 
 
-@dataclass(frozen=True, slots=True)
-class CallPolicy:
-    """How one model call is tried (:class:`~agentfy.runtime.providers.Providers` passes one to every provider it
-    builds; a process makes it from its ``runtime`` settings, :mod:`agentfy.runtime.settings`, which hold the
-    defaults).
-
-    ``attempts``: tries in all (1: no retry); ``timeout_seconds``: the bound of each try, a stream included;
-    ``backoff_seconds``: the first wait without ``Retry-After``, doubled each try up to
-    ``backoff_max_seconds`` (less up to a quarter of jitter); ``retry_after_max_seconds``: the longest wait a
-    ``Retry-After`` gets."""
-
-    attempts: int = DEFAULT_MODEL_ATTEMPTS
-    timeout_seconds: float = DEFAULT_MODEL_TIMEOUT_SECONDS
-    backoff_seconds: float = DEFAULT_MODEL_BACKOFF_SECONDS
-    backoff_max_seconds: float = DEFAULT_MODEL_BACKOFF_MAX_SECONDS
-    retry_after_max_seconds: float = DEFAULT_MODEL_RETRY_AFTER_MAX_SECONDS
-
-    def __post_init__(self) -> None:
-        if type(self.attempts) is not int or not 1 <= self.attempts <= 20:
-            raise ValueError(f"attempts {self.attempts!r} must be an integer from 1 to 20")
-        for name in ("timeout_seconds", "backoff_seconds", "backoff_max_seconds", "retry_after_max_seconds"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or value < 0 or (name == "timeout_seconds" and value == 0):
-                raise ValueError(f"{name} {value!r} must be a number of seconds (positive for timeout_seconds)")
-
-    def backoff(self, retry: int) -> float:
-        """The wait before try ``retry + 1`` when the server said nothing (``retry`` counts from 1)."""
-        jitter = 1 - 0.25 * random.random()  # noqa: S311 - spreading retries, not a secret
-        return float(min(self.backoff_seconds * 2 ** (retry - 1), self.backoff_max_seconds) * jitter)
-
-
 def make_client(base_url: str, api_key: str | None) -> openai.AsyncOpenAI:
     """An SDK client for ``base_url`` with the SDK's retries off (:class:`CallPolicy` decides)."""
     return openai.AsyncOpenAI(base_url=base_url, api_key=api_key or PLACEHOLDER_KEY, max_retries=0)
 
 
-class OpenAIClients:
-    """The SDK clients of a process, one per (event loop, base URL, key), at most ``size``: every run of an
-    organization's agents shares one connection pool instead of opening its own.
-
-    A client is leased for one call (:meth:`lease`); the least recently used one beyond ``size`` is retired and
-    closed once its last lease ends (never under a running call).  Keyed by the event loop too, because a
-    client's connections belong to the loop that opened them.  :meth:`aclose` closes them all (shutdown)."""
+class OpenAIClients(SdkClients[openai.AsyncOpenAI]):
+    """The ``openai`` SDK's clients of a process (:class:`~agentfy.runtime.sdk_clients.SdkClients`)."""
 
     def __init__(self, size: int = 32, *, factory: Callable[[str, str | None], openai.AsyncOpenAI] = make_client
                  ) -> None:
-        if size < 1:
-            raise ValueError(f"size {size!r} must be at least 1 (clients kept)")
-        self.size = size
-        self._factory = factory
-        self._clients: OrderedDict[tuple[int, str, str | None], _Entry] = OrderedDict()
-
-    def __repr__(self) -> str:  # never the keys
-        return f"OpenAIClients({len(self._clients)} of {self.size})"
-
-    def __len__(self) -> int:
-        return len(self._clients)
-
-    @asynccontextmanager
-    async def lease(self, base_url: str, api_key: str | None) -> AsyncIterator[openai.AsyncOpenAI]:
-        loop = asyncio.get_running_loop()
-        key = (id(loop), base_url, api_key)
-        entry = self._clients.get(key)
-        if entry is None or entry.loop is not loop:
-            entry = self._clients[key] = _Entry(loop, self._factory(base_url, api_key))
-        self._clients.move_to_end(key)
-        retired = [self._clients.popitem(last=False)[1] for _ in range(len(self._clients) - self.size)]
-        for old in retired:
-            old.retired = True
-            await old.close_if_idle()
-        entry.leases += 1
-        try:
-            yield entry.client
-        finally:
-            entry.leases -= 1
-            await entry.close_if_idle()
-
-    async def aclose(self) -> None:
-        """Close every client of the running loop; the others' loops are gone, so are their connections."""
-        loop = asyncio.get_running_loop()
-        entries, self._clients = list(self._clients.values()), OrderedDict()
-        for entry in entries:
-            if entry.loop is loop:
-                await entry.client.close()
-
-
-@dataclass(slots=True, eq=False)
-class _Entry:
-    loop: asyncio.AbstractEventLoop
-    client: openai.AsyncOpenAI
-    leases: int = 0
-    retired: bool = False
-
-    async def close_if_idle(self) -> None:
-        if self.retired and self.leases == 0 and not self.loop.is_closed():
-            await self.client.close()
+        super().__init__(size, factory=factory)
 
 
 class OpenAICompatibleProvider:
@@ -195,30 +95,16 @@ class OpenAICompatibleProvider:
 
     async def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelResponse:
         arguments = request_body(self.model, request)
-        progress = _Progress(on_text)
-        for attempt in range(1, self.policy.attempts + 1):
-            try:
-                async with self._clients.lease(self.base_url, self._api_key) as client:
-                    async with asyncio.timeout(self.policy.timeout_seconds):
-                        if on_text is None:
-                            return await self._plain(client, arguments)
-                        return await self._streamed(client, arguments, progress)
-            except (openai.APIError, TimeoutError) as error:
-                failure = model_error(self.base_url, error, timeout=self.policy.timeout_seconds)
-                if attempt == self.policy.attempts or progress.shown or not retryable(error):
-                    raise failure from None
-                wait = self._wait(attempt, error)
-                logger.warning("runtime.model_retry", extra={
-                    "base_url": self.base_url, "attempt": attempt, "wait_seconds": round(wait, 3),
-                    "reason": str(failure)})
-                await self._sleep(wait)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        progress = Progress(on_text)
 
-    def _wait(self, attempt: int, error: BaseException) -> float:
-        after = retry_after(error.response.headers) if isinstance(error, openai.APIStatusError) else None
-        if after is not None:
-            return min(after, self.policy.retry_after_max_seconds)
-        return self.policy.backoff(attempt)
+        async def attempt() -> ModelResponse:
+            async with self._clients.lease(self.base_url, self._api_key) as client:
+                if on_text is None:
+                    return await self._plain(client, arguments)
+                return await self._streamed(client, arguments, progress)
+
+        return await call_with_policy(self.policy, ERRORS, self.base_url, attempt, progress=progress,
+                                      sleep=self._sleep)
 
     async def _plain(self, client: openai.AsyncOpenAI, arguments: dict[str, Any]) -> ModelResponse:
         completion = await client.post(CHAT_COMPLETIONS, body=arguments, cast_to=object,
@@ -231,7 +117,7 @@ class OpenAICompatibleProvider:
             raise self._malformed() from None
 
     async def _streamed(self, client: openai.AsyncOpenAI, arguments: dict[str, Any],
-                        progress: _Progress) -> ModelResponse:
+                        progress: Progress) -> ModelResponse:
         stream = await client.post(CHAT_COMPLETIONS, body={**arguments, "stream": True,
                                                            "stream_options": {"include_usage": True}},
                                    cast_to=object, stream=True, stream_cls=openai.AsyncStream[object],
@@ -252,19 +138,6 @@ class OpenAICompatibleProvider:
 
     def _malformed(self) -> ModelError:
         return ModelError(f"the model at {self.base_url} sent an answer that is not a chat completion")
-
-
-@dataclass(slots=True)
-class _Progress:
-    """The text already streamed to the person: once there is some, the call is not tried again."""
-
-    sink: TextSink | None
-    shown: bool = False
-
-    async def show(self, piece: str) -> None:
-        if self.sink is not None and piece:
-            self.shown = True
-            await self.sink(piece)
 
 
 @dataclass(slots=True)
@@ -347,26 +220,13 @@ def model_error(base_url: str, error: BaseException, *, timeout: float) -> Model
     return ModelError(f"{where} failed ({type(error).__name__})")
 
 
-def retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """The wait a response asks for, in seconds: ``retry-after-ms``, else ``retry-after`` as seconds or as an
-    HTTP date (relative to ``now``, default the clock); ``None`` when absent or unreadable, never negative."""
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / scale
-        except ValueError:
-            continue
-        return max(seconds, 0.0) if math.isfinite(seconds) else None
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        moment = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(moment.timestamp() - (time.time() if now is None else now), 0.0)
+def _asked_wait(error: BaseException) -> float | None:
+    return retry_after(error.response.headers) if isinstance(error, openai.APIStatusError) else None
+
+
+#: The ``openai`` SDK's failures, for :func:`~agentfy.runtime.call_policy.call_with_policy`.
+ERRORS: Final = SdkErrors((openai.APIError, TimeoutError), lambda base_url, error, timeout: model_error(
+    base_url, error, timeout=timeout), retryable, _asked_wait)
 
 
 # -- the wire format -------------------------------------------------------------------------------------------

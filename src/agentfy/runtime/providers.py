@@ -8,6 +8,13 @@ An agent's ``config["model"]`` chooses (absent: the offline model, the embedded 
      "credential": "openai",                   # the name of the organization's stored credential (optional)
      "context_window": 128000}                 # tokens; the memory flush runs near it (optional)
 
+    {"provider": "anthropic",                  # Anthropic's Messages API
+     "base_url": "https://api.anthropic.com",  # the default (the API root: the SDK adds /v1/messages)
+     "model": "claude-sonnet-4-5",
+     "credential": "anthropic",
+     "max_tokens": 4096,                       # the longest answer, in tokens (the API requires one; default 4096)
+     "context_window": 200000}
+
     {"provider": "offline", "context_window": 8000}
 
 The API key is never in the agent's configuration (agents are readable by every member): it is the
@@ -24,9 +31,11 @@ from typing import Any, Final
 import httpx
 
 from agentfy.identity import Scope
+from agentfy.runtime.anthropic_messages import AnthropicClients, AnthropicMessagesProvider
+from agentfy.runtime.call_policy import CallPolicy
 from agentfy.runtime.model import ModelProvider
 from agentfy.runtime.offline import OfflineProvider
-from agentfy.runtime.openai_compat import CallPolicy, OpenAIClients, OpenAICompatibleProvider
+from agentfy.runtime.openai_compat import OpenAIClients, OpenAICompatibleProvider
 from agentfy.store.db import Tx
 from agentfy.store.errors import NotFoundError
 from agentfy.store.repos import credentials
@@ -35,8 +44,17 @@ from agentfy.store.repos.credentials import CredentialCipher
 
 OFFLINE: Final = "offline"
 OPENAI: Final = "openai"
-PROVIDERS: Final = (OFFLINE, OPENAI)
+ANTHROPIC: Final = "anthropic"
+PROVIDERS: Final = (OFFLINE, OPENAI, ANTHROPIC)
 DEFAULT_CONTEXT_WINDOW: Final = 8_000
+#: Anthropic's API root (the SDK adds ``/v1/messages``).
+ANTHROPIC_BASE_URL: Final = "https://api.anthropic.com"
+#: The longest answer an Anthropic model may write when the configuration says nothing (tokens): the API
+#: requires a bound; a few pages of text, and room for a tool call's arguments.
+DEFAULT_MAX_TOKENS: Final = 4_096
+#: The bounds of a configured ``max_tokens`` (a model's own limit may be lower: the API then answers 400).
+MAX_TOKENS_MIN: Final = 1
+MAX_TOKENS_MAX: Final = 1_000_000
 #: The smallest context window a configuration may state (tokens).
 CONTEXT_WINDOW_MIN: Final = 500
 
@@ -79,6 +97,8 @@ class ModelSettings:
     model: str | None = None
     credential: str | None = None
     context_window: int = DEFAULT_CONTEXT_WINDOW
+    #: The longest answer in tokens: Anthropic only (the API requires it), ``None`` for the other providers.
+    max_tokens: int | None = None
 
     @classmethod
     def of(cls, agent: Agent) -> ModelSettings:
@@ -124,54 +144,86 @@ class ModelSettings:
             raise ModelConfigError(f"{_path(field, 'credential')} {fields['credential']!r:.100}: {problem}",
                                    field=_path(field, "credential"), value=fields["credential"],
                                    expected="a credential name (a lower-case slug)")
-        if provider == OPENAI:
+        if provider == ANTHROPIC and fields["base_url"] is None:
+            fields["base_url"] = ANTHROPIC_BASE_URL
+        if provider in (OPENAI, ANTHROPIC):
             for name in ("base_url", "model"):
                 if fields[name] is None:
-                    raise ModelConfigError(f"{_path(field, name)} is required for provider {OPENAI!r}",
+                    raise ModelConfigError(f"{_path(field, name)} is required for provider {provider!r}",
                                            field=_path(field, name), expected="a non-empty string")
             if not _is_http_url(str(fields["base_url"])):
+                example = ANTHROPIC_BASE_URL if provider == ANTHROPIC else "https://api.openai.com/v1"
                 raise ModelConfigError(f"{_path(field, 'base_url')} {fields['base_url']!r:.200} is not an http(s) "
                                        "URL with a host", field=_path(field, "base_url"), value=fields["base_url"],
-                                       expected="an http:// or https:// URL, e.g. https://api.openai.com/v1")
-        return cls(provider, fields["base_url"], fields["model"], fields["credential"], window)
+                                       expected=f"an http:// or https:// URL, e.g. {example}")
+        return cls(provider, fields["base_url"], fields["model"], fields["credential"], window,
+                   _max_tokens(raw, field, provider))
 
     def as_config(self) -> dict[str, Any]:
         """These settings as an agent's ``config.model`` (unset fields left out): what :meth:`parse` reads back."""
         config: dict[str, Any] = {"provider": self.provider, "context_window": self.context_window}
         config.update({name: value for name, value in (("base_url", self.base_url), ("model", self.model),
-                                                       ("credential", self.credential)) if value is not None})
+                                                       ("credential", self.credential),
+                                                       ("max_tokens", self.max_tokens)) if value is not None})
         return config
+
+
+def _max_tokens(raw: dict[str, Any], field: str, provider: str) -> int | None:
+    """``max_tokens``: for Anthropic an integer in bounds (default :data:`DEFAULT_MAX_TOKENS`); no other provider
+    takes it (it would be ignored, which a person setting it would not expect)."""
+    value = raw.get("max_tokens")
+    path = _path(field, "max_tokens")
+    if provider != ANTHROPIC:
+        if value is not None:
+            raise ModelConfigError(f"{path} applies to provider {ANTHROPIC!r} only, not {provider!r}", field=path,
+                                   value=value, expected=f"no max_tokens for provider {provider!r}")
+        return None
+    if value is None:
+        return DEFAULT_MAX_TOKENS
+    if type(value) is not int or not MAX_TOKENS_MIN <= value <= MAX_TOKENS_MAX:
+        raise ModelConfigError(f"{path} {value!r:.100} must be an integer from {MAX_TOKENS_MIN} to {MAX_TOKENS_MAX} "
+                               "(tokens of one answer)", field=path, value=value,
+                               expected=f"an integer from {MAX_TOKENS_MIN} to {MAX_TOKENS_MAX}")
+    return value
 
 
 class Providers:
     """Picks each run's provider from the agent's configuration.
 
-    ``offline`` is shared (it keeps no per-run state beyond its script); an OpenAI-compatible provider is
-    built per run with the organization's credential, ``policy`` (its tries and timeout; default
-    :class:`~agentfy.runtime.openai_compat.CallPolicy`) and this process's SDK clients, one per base URL and
-    key (the SDK brings its own HTTP client, so the channels' ``httpx`` client cannot be shared with it), at
-    most ``clients`` of them; :meth:`aclose` closes them at shutdown.
+    ``offline`` is shared (it keeps no per-run state beyond its script); an OpenAI-compatible or Anthropic
+    provider is built per run with the organization's credential, ``policy`` (its tries and timeout; default
+    :class:`~agentfy.runtime.call_policy.CallPolicy`) and this process's SDK clients, one per base URL and key
+    (:mod:`agentfy.runtime.sdk_clients`): ``clients`` for the ``openai`` SDK, ``anthropic_clients`` for the
+    ``anthropic`` one; :meth:`aclose` closes them all at shutdown.
     """
 
     def __init__(self, *, offline: ModelProvider | None = None, cipher: CredentialCipher | None = None,
-                 policy: CallPolicy | None = None, clients: OpenAIClients | None = None) -> None:
+                 policy: CallPolicy | None = None, clients: OpenAIClients | None = None,
+                 anthropic_clients: AnthropicClients | None = None) -> None:
         self.offline: ModelProvider = offline if offline is not None else OfflineProvider()
         self.cipher = cipher
         self.policy = policy if policy is not None else CallPolicy()
         self.clients = clients if clients is not None else OpenAIClients()
+        self.anthropic_clients = anthropic_clients if anthropic_clients is not None else AnthropicClients()
 
     async def aclose(self) -> None:
         """Close the SDK clients (their connections) of the running loop."""
         await self.clients.aclose()
+        await self.anthropic_clients.aclose()
 
     def for_agent(self, tx: Tx, scope: Scope, agent: Agent, settings: ModelSettings) -> ModelProvider:
         """The provider of ``agent`` (reads the credential in ``tx``, the run's tenant)."""
         if settings.provider == OFFLINE:
             return self.offline
         assert settings.base_url is not None and settings.model is not None
-        return OpenAICompatibleProvider(base_url=settings.base_url, model=settings.model,
-                                        api_key=self._api_key(tx, scope, agent, settings), clients=self.clients,
-                                        policy=self.policy)
+        api_key = self._api_key(tx, scope, agent, settings)
+        if settings.provider == ANTHROPIC:
+            assert settings.max_tokens is not None
+            return AnthropicMessagesProvider(base_url=settings.base_url, model=settings.model,
+                                             max_tokens=settings.max_tokens, api_key=api_key,
+                                             clients=self.anthropic_clients, policy=self.policy)
+        return OpenAICompatibleProvider(base_url=settings.base_url, model=settings.model, api_key=api_key,
+                                        clients=self.clients, policy=self.policy)
 
     def _api_key(self, tx: Tx, scope: Scope, agent: Agent, settings: ModelSettings) -> str | None:
         if settings.credential is None:

@@ -10,7 +10,7 @@ the field and the value (``AGENTFY_RUNTIME_<FIELD>``, the settings file's ``[run
 * ``flush_ratio`` — the share of the context window at which the memory flush runs.
 * ``text_max_length`` — the longest message text a run takes.
 * ``model_attempts`` … ``model_retry_after_max_seconds`` — how one model call is tried
-  (:class:`~agentfy.runtime.openai_compat.CallPolicy`, whose defaults these are).
+  (:class:`~agentfy.runtime.call_policy.CallPolicy`, whose defaults these are).
 * ``max_delegation_depth`` — hand-offs (subagent or delegate) from a person's message to the run doing the
   work: a run at this depth may not hand off again.  Bounds a model that keeps delegating to itself.
 * ``max_delegations_per_agent`` — hand-offs of one agent running at the same time in this process; one more
@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Final
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
-    from agentfy.runtime.openai_compat import CallPolicy
+    from agentfy.runtime.call_policy import CallPolicy
 
-#: The defaults of a model call (:class:`~agentfy.runtime.openai_compat.CallPolicy` takes them from here).
+#: The defaults of a model call (:class:`~agentfy.runtime.call_policy.CallPolicy` takes them from here).
 DEFAULT_MODEL_ATTEMPTS: Final = 3
 DEFAULT_MODEL_TIMEOUT_SECONDS: Final = 60.0
 DEFAULT_MODEL_BACKOFF_SECONDS: Final = 0.5
@@ -55,7 +55,7 @@ class RuntimeSettings(BaseModel):
     def call_policy(self) -> CallPolicy:
         """The model call policy these settings describe (every provider of the process gets it)."""
         # Imported here: the settings are read by every command, the SDK only by those that call a model.
-        from agentfy.runtime.openai_compat import CallPolicy  # noqa: PLC0415
+        from agentfy.runtime.call_policy import CallPolicy  # noqa: PLC0415
 
         return CallPolicy(attempts=self.model_attempts, timeout_seconds=self.model_timeout_seconds,
                           backoff_seconds=self.model_backoff_seconds,

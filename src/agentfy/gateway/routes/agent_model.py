@@ -28,7 +28,18 @@ from agentfy.gateway.routes.schemas import Strict, text_field
 from agentfy.identity import Scope
 from agentfy.runtime.model import ModelError
 from agentfy.runtime.model_check import check_model
-from agentfy.runtime.providers import CONTEXT_WINDOW_MIN, OFFLINE, OPENAI, ModelConfigError, ModelSettings
+from agentfy.runtime.providers import (
+    ANTHROPIC,
+    ANTHROPIC_BASE_URL,
+    CONTEXT_WINDOW_MIN,
+    DEFAULT_MAX_TOKENS,
+    MAX_TOKENS_MAX,
+    MAX_TOKENS_MIN,
+    OFFLINE,
+    OPENAI,
+    ModelConfigError,
+    ModelSettings,
+)
 from agentfy.store.db import Tx
 from agentfy.store.repos import agents, credentials
 from agentfy.store.repos.agents import Agent
@@ -37,12 +48,16 @@ router = APIRouter(tags=["agents"])
 
 BASE_URL_MAX_LENGTH: Final = 2000
 MODEL_NAME_MAX_LENGTH: Final = 200
-#: An OpenAI-compatible model needs its server and its model's name (what :meth:`ModelSettings.parse` checks),
-#: stated in the body's schema.
+#: What :meth:`ModelSettings.parse` checks across fields, stated in the body's schema: an OpenAI-compatible model
+#: needs its server and its model's name, an Anthropic one its model's name (its server has a default), and only
+#: Anthropic takes ``max_tokens``.
+_NO_MAX_TOKENS: Final = {"max_tokens": {"type": "null"}}
 MODEL_BODY_RULES: Final = {"anyOf": [
-    {"properties": {"provider": {"const": OFFLINE}}},
+    {"properties": {"provider": {"const": OFFLINE}, **_NO_MAX_TOKENS}},
     {"required": ["provider", "base_url", "model"],
-     "properties": {"provider": {"const": OPENAI}, "base_url": {"type": "string"}, "model": {"type": "string"}}},
+     "properties": {"provider": {"const": OPENAI}, "base_url": {"type": "string"}, "model": {"type": "string"},
+                    **_NO_MAX_TOKENS}},
+    {"required": ["provider", "model"], "properties": {"provider": {"const": ANTHROPIC}, "model": {"type": "string"}}},
 ]}
 MODEL_ERRORS: Final[dict[int | str, dict[str, Any]]] = {
     502: {"model": ErrorBody, "description": "model_error: the model could not answer (unreachable, refused the "
@@ -53,13 +68,16 @@ MODEL_ERRORS: Final[dict[int | str, dict[str, Any]]] = {
 
 
 class ModelIn(Strict):
-    provider: Literal["offline", "openai"] = Field(default=OFFLINE, description="offline (the built-in model) or "
-                                                   "openai (any OpenAI-compatible chat-completions server).")
+    provider: Literal["offline", "openai", "anthropic"] = Field(
+        default=OFFLINE, description="offline (the built-in model), openai (any OpenAI-compatible "
+                                     "chat-completions server) or anthropic (Anthropic's Messages API).")
     base_url: str | None = text_field(BASE_URL_MAX_LENGTH, default=None, schema={"pattern": "^https?://[^\\x00]*$"},
                                       description="The server's API root, e.g. https://api.openai.com/v1 "
-                                                  "(required for openai).")
+                                                  f"(required for openai; for anthropic {ANTHROPIC_BASE_URL} "
+                                                  "unless given).")
     model: str | None = text_field(MODEL_NAME_MAX_LENGTH, default=None,
-                                   description="The model's name on that server (required for openai).")
+                                   description="The model's name on that server (required for openai and "
+                                               "anthropic).")
     credential: str | None = Field(default=None, min_length=1, max_length=credentials.SLUG_NAME_MAX_LENGTH,
                                    pattern=credentials.NAME_PATTERN,
                                    description="The name of the organization's credential holding the API key "
@@ -67,6 +85,9 @@ class ModelIn(Strict):
     context_window: int | None = Field(default=None, ge=CONTEXT_WINDOW_MIN, le=2**31 - 1,
                                        description="The model's context window in tokens (the memory flush runs "
                                                    "near it).")
+    max_tokens: int | None = Field(default=None, ge=MAX_TOKENS_MIN, le=MAX_TOKENS_MAX,
+                                   description="The longest answer in tokens: anthropic only (the API requires "
+                                               f"it; default {DEFAULT_MAX_TOKENS}).")
 
 
 class ModelOut(BaseModel):
@@ -75,6 +96,7 @@ class ModelOut(BaseModel):
     model: str | None
     credential: str | None = Field(description="The credential's name (never its secret).")
     context_window: int
+    max_tokens: int | None = Field(description="The longest answer in tokens (anthropic only).")
 
 
 class ModelCheckOut(BaseModel):
@@ -85,7 +107,8 @@ class ModelCheckOut(BaseModel):
 
 def model_out(settings: ModelSettings) -> ModelOut:
     return ModelOut(provider=settings.provider, base_url=settings.base_url, model=settings.model,
-                    credential=settings.credential, context_window=settings.context_window)
+                    credential=settings.credential, context_window=settings.context_window,
+                    max_tokens=settings.max_tokens)
 
 
 def invalid(error: ModelConfigError) -> ApiError:
