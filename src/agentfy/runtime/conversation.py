@@ -71,8 +71,10 @@ def _generation_key(base: str, generation: int) -> str:
     return base if generation == 1 else f"{base}{_GENERATION}{generation}"
 
 
-def open_or_resume(tx: Tx, scope: Scope, agent: Agent, scope_user_id: str | None, base_key: str) -> Session:
-    """The open session of the conversation: the newest generation if it is open, else a new one.
+def open_or_resume(tx: Tx, scope: Scope, agent: Agent, scope_user_id: str | None, base_key: str, *,
+                   channel: str | None = None, conversation: str | None = None) -> Session:
+    """The open session of the conversation: the newest generation if it is open, else a new one (opened with
+    ``channel`` and ``conversation``, where it happens).
 
     A session under the key in another scope or of another agent cannot exist (the key encodes both), and is
     refused rather than used if one ever does.
@@ -83,7 +85,8 @@ def open_or_resume(tx: Tx, scope: Scope, agent: Agent, scope_user_id: str | None
         try:
             session = sessions.get_session(tx, scope, key)
         except NotFoundError:
-            return sessions.open_session(tx, scope, key, agent.id, scope_user_id or "")
+            return sessions.open_session(tx, scope, key, agent.id, scope_user_id or "", channel=channel,
+                                         conversation=conversation)
         if session.agent_id != agent.id or session.user_id != (scope_user_id or ""):
             raise RuntimeError(f"session {key!r} belongs to another agent or scope; refusing to use it")
         if session.status == "open":

@@ -52,6 +52,7 @@ from agentfy.permissions.propagation import (
     delegate_announce,
     origin_sender_of,
     run_request_from_inbound,
+    session_send,
     subagent_announce,
     teammate_dispatch,
 )
@@ -181,7 +182,7 @@ class Runtime:
     async def _run(self, inbound: Inbound, agent: Agent, context: RequestContext, base_key: str,
                    on_text: TextSink | None) -> Reply:
         run_id = secrets.token_hex(8)
-        turn = await asyncio.to_thread(self._begin, agent, context, base_key, inbound.text)
+        turn = await asyncio.to_thread(self._begin, agent, context, base_key, inbound)
         emit(self.events, RUN_STARTED, agent, turn.tenant_slug, {"id": run_id})
         tracer = self.db.tracer  # set when tracing is on: the run is a span with the agent's ID on it
         traced = nullcontext() if tracer is None else agent_span(
@@ -197,7 +198,7 @@ class Runtime:
             emit(self.events, RUN_FINISHED, agent, turn.tenant_slug, {"id": run_id})
         return Reply(text=text, session_key=turn.session.session_key, usage=used)
 
-    def _begin(self, agent: Agent, context: RequestContext, base_key: str, text: str) -> _Turn:
+    def _begin(self, agent: Agent, context: RequestContext, base_key: str, inbound: Inbound) -> _Turn:
         """Worker thread: the session (picked or opened), the history (flushed to memory first when it nears
         the context window), the model, and the user message stored as the ACTOR's.
 
@@ -205,9 +206,11 @@ class Runtime:
         waits for it); a flush writes memory in its own transactions, so the message is stored after it."""
         scope = Scope(agent.tenant_id)
         settings = ModelSettings.of(agent)
+        text = inbound.text
         with self.db.transaction() as tx:
             slug = self._slug(tx, scope)
-            session = conversation.open_or_resume(tx, scope, agent, context.user_id, base_key)
+            session = conversation.open_or_resume(tx, scope, agent, context.user_id, base_key,
+                                                  channel=inbound.channel, conversation=inbound.conversation)
             provider = self.providers.for_agent(tx, scope, agent, settings)
             history = conversation.history(tx, scope, session.session_key)
             prompt = prompting.system_prompt(agent, slug, self.workspace_root, session.session_key)
@@ -334,10 +337,8 @@ class Runtime:
         self._may_hand_off(env, "delegate")
         task_id = secrets.token_hex(6)
         origin = env.context
-        dispatch = run_request_from_inbound(teammate_dispatch(origin, team_task_id=task_id, content=task,
-                                                              channel="delegate"))
-        target_context = context_for_run(dispatch, target.tenant_id, target.id, target.agent_key,
-                                         role=origin.role if dispatch.sender_id == origin_sender_of(origin) else None)
+        target_context = _acting_context(origin, teammate_dispatch(origin, team_task_id=task_id, content=task,
+                                                                   channel="delegate"), target)
         work = Inbound(target.tenant_id, target.agent_key, target_context, "delegate", f"delegate:{task_id}", task,
                        depth=env.depth + 1)
         self._spawn(self._task_then_announce(env, work, self._start_handoff(env, task_id, work),
@@ -345,6 +346,39 @@ class Runtime:
                                                  origin, task_id=task_id, content=content, channel=env.channel),
                                              task_id))
         return task_id
+
+    def send_to_session(self, env: ToolEnv, session: Session, text: str) -> None:
+        """Post ``text`` into ``session`` (another open conversation of ``env``'s agent, checked by the tool) as
+        a ``session_send_tool`` message carrying the person, in the background: the agent's run there acts
+        for that person in that conversation's SCOPE, and its reply goes to that chat.  A hand-off: the depth
+        and per-agent limits apply."""
+        self._may_hand_off(env, "session_send")
+        assert session.channel is not None and session.conversation is not None, "the tool checks both"
+        message = session_send(env.context, content=text, channel=session.channel,
+                               target_user_id=session.user_id or None)
+        context = _acting_context(env.context, message, env.agent)
+        posted = Inbound(env.agent.tenant_id, env.agent.agent_key, context, session.channel, session.conversation,
+                         text, depth=env.depth + 1)
+        task_id = secrets.token_hex(6)
+        self._spawn(self._post_then_deliver(posted, self._start_handoff(env, task_id, posted), task_id))
+
+    async def _post_then_deliver(self, posted: Inbound, working: asyncio.Task[Reply], task_id: str) -> None:
+        reply = await self._handoff_result(working, task_id)
+        if reply is not None and self.outbound is not None:
+            await self.outbound(posted, reply)
+
+    async def _handoff_result(self, working: asyncio.Task[Reply], task_id: str) -> Reply | None:
+        """The hand-off's reply, ``None`` when it was cancelled (``cancel_task``); its failure raises.  Either
+        way it no longer counts as running.  Cancelling the waiter (shutdown) cancels the run too."""
+        try:
+            return await asyncio.shield(working)
+        except asyncio.CancelledError:
+            if not working.cancelled():  # the waiter itself is cancelled, not the hand-off
+                working.cancel()
+                raise
+            return None
+        finally:
+            self._handoffs.pop(task_id, None)
 
     def _start_handoff(self, env: ToolEnv, task_id: str, work: Inbound) -> asyncio.Task[Reply]:
         """The hand-off's run, started now and registered at once: from this moment it counts against the
@@ -359,28 +393,17 @@ class Runtime:
         as the synthetic message ``announce`` makes (sender ``subagent:``/``delegate:``, the person in its
         metadata); a cancelled task is announced as cancelled."""
         try:
-            result = await asyncio.shield(working)
-            content = result.text or "(no answer)"
-        except asyncio.CancelledError:
-            if not working.cancelled():  # this task itself is cancelled (shutdown), not the hand-off
-                working.cancel()
-                raise
-            content = f"task {task_id} was cancelled"
+            result = await self._handoff_result(working, task_id)
+            content = f"task {task_id} was cancelled" if result is None else result.text or "(no answer)"
         except Exception as error:
             logger.exception("runtime.task_failed", extra={"task_id": task_id})
             content = f"task {task_id} failed: {error}"
-        finally:
-            self._handoffs.pop(task_id, None)
         try:
             await self.end_conversation(work)
         except Exception:  # the result is still announced; the session stays open for the next flush
             logger.exception("runtime.task_end_failed", extra={"task_id": task_id})
         message = announce(content)
-        run = run_request_from_inbound(message)
-        origin = env.context
-        # The role is the origin's only when the propagated person is the origin's actor (never from metadata).
-        role = origin.role if run.sender_id == origin_sender_of(origin) else None
-        context = context_for_run(run, env.agent.tenant_id, env.agent.id, env.agent.agent_key, role=role)
+        context = _acting_context(env.context, message, env.agent)
         announced = Inbound(env.agent.tenant_id, env.agent.agent_key, context, env.channel, env.conversation,
                             message.content)
         reply = await self(announced)
@@ -423,6 +446,14 @@ class Runtime:
         """Until every background task (subagents, delegates, their announcements) has finished."""
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
+
+
+def _acting_context(origin: RequestContext, message: InboundMessage, agent: Agent) -> RequestContext:
+    """The context of ``agent``'s run of the synthetic ``message`` made from ``origin``: the person it carries
+    acts; the role is the origin's only when that person is the origin's actor (never taken from metadata)."""
+    request = run_request_from_inbound(message)
+    role = origin.role if request.sender_id == origin_sender_of(origin) else None
+    return context_for_run(request, agent.tenant_id, agent.id, agent.agent_key, role=role)
 
 
 @dataclass(frozen=True, slots=True)

@@ -274,9 +274,13 @@ sessions = sa.Table(
     sa.Column("compaction_count", sa.Integer, nullable=False, server_default="0"),
     created_at(),
     sa.Column("completed_at", sa.Text, nullable=True),
+    sa.Column("channel", sa.Text, nullable=True, comment="where the conversation happens (telegram, discord, web…)"),
+    sa.Column("conversation", sa.Text, nullable=True, comment="the chat's name on its channel (telegram:-100123…)"),
     sa.PrimaryKeyConstraint("tenant_id", "session_key"),
     sa.CheckConstraint("status IN ('open', 'completed')", name="status_known"),
     sa.CheckConstraint("length(session_key) BETWEEN 1 AND 200", name="session_key_length"),
+    sa.CheckConstraint("channel IS NULL OR length(channel) BETWEEN 1 AND 50", name="channel_length"),
+    sa.CheckConstraint("conversation IS NULL OR length(conversation) BETWEEN 1 AND 500", name="conversation_length"),
     id_check("tenant_id"),
     id_check("agent_id"),
 )

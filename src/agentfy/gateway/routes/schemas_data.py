@@ -65,6 +65,10 @@ class SessionOut(BaseModel):
     compaction_count: int
     created_at: str
     completed_at: str | None
+    channel: str | None = Field(default=None, description="Where the conversation happens (telegram, discord, web, "
+                                                          "api…); null for a session opened through this API.")
+    conversation: str | None = Field(default=None, description="The chat's name on its channel, e.g. "
+                                                               "telegram:-100123.")
 
 
 class SessionCompletedOut(SessionOut):

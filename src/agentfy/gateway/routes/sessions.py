@@ -43,7 +43,7 @@ SessionKey = Annotated[str, Path(description="The session's key (it may contain 
 def session_out(session: Session) -> SessionOut:
     return SessionOut(session_key=session.session_key, agent_id=session.agent_id, user_id=session.user_id,
                       status=session.status, compaction_count=session.compaction_count, created_at=session.created_at,
-                      completed_at=session.completed_at)
+                      completed_at=session.completed_at, channel=session.channel, conversation=session.conversation)
 
 
 def message_out(message: SessionMessage) -> MessageOut:

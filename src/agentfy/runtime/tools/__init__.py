@@ -26,6 +26,7 @@ from agentfy.permissions.decision import Decision
 from agentfy.runtime.model import ToolSpec
 from agentfy.store.db import Database
 from agentfy.store.repos.agents import Agent
+from agentfy.store.repos.sessions import Session
 
 
 class ToolError(ValueError):
@@ -40,6 +41,8 @@ class Delegation(Protocol):
     def delegate(self, env: ToolEnv, target: Agent, task: str) -> str: ...
 
     def cancel(self, env: ToolEnv, task_id: str) -> bool: ...
+
+    def send_to_session(self, env: ToolEnv, session: Session, text: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

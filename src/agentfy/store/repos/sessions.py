@@ -38,12 +38,19 @@ MESSAGE_ROLES: Final = ("user", "assistant", "system", "tool")
 TOOL_CALL_ID_MAX_LENGTH: Final = 200
 
 _COLUMNS: Final = (sessions.c.tenant_id, sessions.c.session_key, sessions.c.agent_id, sessions.c.user_id,
-                   sessions.c.status, sessions.c.compaction_count, sessions.c.created_at, sessions.c.completed_at)
+                   sessions.c.status, sessions.c.compaction_count, sessions.c.created_at, sessions.c.completed_at,
+                   sessions.c.channel, sessions.c.conversation)
 _THIS: Final = (sessions.c.tenant_id == sa.bindparam("tenant_id"),
                 sessions.c.session_key == sa.bindparam("session_key"))
 _INSERT: Final = insert(sessions, ["tenant_id", "session_key", "agent_id", "user_id", "status", "compaction_count",
-                                   "created_at"])
+                                   "created_at", "channel", "conversation"])
 _GET: Final = sa.select(*_COLUMNS).where(*_THIS)
+_OPEN_CONVERSATIONS: Final = (sa.select(*_COLUMNS)
+                              .where(sessions.c.tenant_id == sa.bindparam("tenant_id"),
+                                     sessions.c.agent_id == sa.bindparam("agent_id"), sessions.c.status == "open",
+                                     sessions.c.channel.is_not(None))
+                              .order_by(sessions.c.created_at.desc(), sessions.c.session_key)
+                              .limit(sa.bindparam("limit", type_=sa.Integer)))
 # The row lock serializes appends to one session on PostgreSQL (SQLite's BEGIN IMMEDIATE already does; its
 # compiler leaves FOR UPDATE out), so two writers never compute the same next seq.
 _LOCK_STATUS: Final = sa.select(sessions.c.status).where(*_THIS).with_for_update()
@@ -80,6 +87,10 @@ class Session:
     compaction_count: int
     created_at: str
     completed_at: str | None
+    #: Where the conversation happens and its name there (``telegram``, ``telegram:-100123``), as the
+    #: runtime opened it; ``None`` for a session opened without (the sessions API, older sessions).
+    channel: str | None = None
+    conversation: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +119,8 @@ class SessionMessage:
 
 
 def _session(row: tuple[Any, ...]) -> Session:
-    return Session(OrgId(row[0]), row[1], AgentId(row[2]), row[3], row[4], int(row[5]), row[6], row[7])
+    return Session(OrgId(row[0]), row[1], AgentId(row[2]), row[3], row[4], int(row[5]), row[6], row[7], row[8],
+                   row[9])
 
 
 def _message(row: tuple[Any, ...]) -> SessionMessage:
@@ -206,24 +218,36 @@ def _role(value: object) -> str:
     return str(value)
 
 
-def open_session(tx: Tx, scope: Scope, session_key: str, agent_id: str, user_id_scope: str) -> Session:
+def open_session(tx: Tx, scope: Scope, session_key: str, agent_id: str, user_id_scope: str, *,
+                 channel: str | None = None, conversation: str | None = None) -> Session:
     """Start a session of an agent of the tenant in a memory scope; an existing key is a conflict.
 
     ``user_id_scope`` is the SCOPE (``group:telegram:<chat>`` in a group), not the sender: all members of a
-    group share the session.  It may be empty (system contexts have none).
+    group share the session.  It may be empty (system contexts have none).  ``channel`` and ``conversation``
+    say where it happens, so a message can be sent into it later (``session_send``).
     """
     key = parse_session_key(session_key)
     agent_id = parse_id(agent_id, "agent")
     user_scope = require_label(user_id_scope, field="user_id_scope", allow_empty=True)
+    where = None if channel is None else require_label(channel, field="channel", max_length=50)
+    name = None if conversation is None else require_label(conversation, field="conversation", max_length=500)
     agent = agents.get_agent(tx, scope, agent_id)
     stamp = now()
     try:
         tx.execute(_INSERT, {"tenant_id": scope.tenant_id, "session_key": key, "agent_id": agent.id,
-                             "user_id": user_scope, "status": "open", "compaction_count": 0, "created_at": stamp})
+                             "user_id": user_scope, "status": "open", "compaction_count": 0, "created_at": stamp,
+                             "channel": where, "conversation": name})
     except UniqueViolation:  # the primary key (tenant_id, session_key) is the table's only unique rule
         raise ConflictError(f"session_key {key!r} is already used by another session of tenant {scope.tenant_id}",
                             field="session_key", value=key) from None
-    return Session(scope.tenant_id, key, agent.id, user_scope, "open", 0, stamp, None)
+    return Session(scope.tenant_id, key, agent.id, user_scope, "open", 0, stamp, None, where, name)
+
+
+def open_conversations(tx: Tx, scope: Scope, agent_id: str, *, limit: int = 50) -> list[Session]:
+    """The agent's open sessions that know where they happen (a channel), newest first, at most ``limit``."""
+    agent = parse_id(agent_id, "agent")
+    return [_session(row) for row in tx.all(_OPEN_CONVERSATIONS, {"tenant_id": scope.tenant_id, "agent_id": agent,
+                                                                  "limit": limit})]
 
 
 def get_session(tx: Tx, scope: Scope, session_key: str) -> Session:
