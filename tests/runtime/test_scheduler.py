@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
+from agentfy.gateway.app import create_app
 from agentfy.runtime.runner import Runtime
 from agentfy.runtime.scheduler import Firing, Scheduler
 from agentfy.schedule import utc_text
@@ -194,3 +198,17 @@ def test_two_schedulers_racing_over_200_due_jobs_fire_each_exactly_once(db: Data
     with db.transaction(write=False) as tx:
         assert tx.scalar("SELECT count(*) FROM cron_runs") == 200
         assert tx.scalar("SELECT count(DISTINCT job_id) FROM cron_runs") == 200
+
+
+@pytest.mark.slow  # the real clock: an `every 1s` job fires within about two seconds of the server starting
+def test_the_server_with_its_workers_runs_the_scheduler_on_the_real_clock(db: Database, acme: Tenant,
+                                                                          tmp_path: Path) -> None:
+    application = create_app(db, signing_secret=b"s" * 32, run_workers=True, workspace_root=tmp_path)
+    with db.transaction() as tx:
+        job = cron.create_cron_job(tx, acme.scope, acme.bot.id, created_by="1001",  # type: ignore[union-attr]
+                                   schedule="every 1s", payload={"message": "tick"})
+    with TestClient(application):
+        deadline = time.monotonic() + 20
+        while not [r for r in runs(db, acme, job) if r.outcome == "ok"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert [r for r in runs(db, acme, job) if r.outcome == "ok"]
