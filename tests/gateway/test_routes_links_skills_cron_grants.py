@@ -182,3 +182,29 @@ def test_the_heartbeat_echoes_both_identities_and_the_run_state(client: TestClie
     with loop.run():
         assert client.post(f"/v1/agents/{one[by]}/heartbeat", headers=acme.headers()).json()["running"] is True
     assert client.post("/v1/agents/one/heartbeat", headers=acme.headers()).json()["running"] is False
+
+
+@pytest.mark.parametrize(("body", "field", "value"), [
+    ({"schedule": "every fortnight"}, "schedule", "every fortnight"),
+    ({"schedule": "0 9 * * * *"}, "schedule", "0 9 * * * *"),
+    ({"schedule": "at 2000-01-01T00:00:00Z"}, "schedule", "at 2000-01-01T00:00:00Z"),
+    ({"schedule": "0 9 * * *", "timezone": "Mars/Olympus"}, "timezone", "Mars/Olympus"),
+    ({"schedule": "0 9 * * *", "payload": {"message": "  "}}, "payload.message", "  "),
+])
+def test_a_bad_schedule_is_a_422_naming_the_field_and_nothing_is_written(
+        client: TestClient, acme: Tenant, body: dict[str, Any], field: str, value: str) -> None:
+    _agents(client, acme, "one")
+    refused = client.post("/v1/agents/one/cron-jobs", json=body, headers=acme.headers("operator"))
+    assert refused.status_code == 422
+    error = refused.json()["error"]
+    assert (error["code"], error["field"], error["value"]) == ("invalid_input", field, value)
+    assert error["expected"]
+    assert client.get("/v1/agents/one/cron-jobs", headers=acme.headers()).json()["items"] == []
+
+
+def test_a_job_shows_its_time_zone_and_next_run(client: TestClient, acme: Tenant) -> None:
+    _agents(client, acme, "one")
+    job = post(client, "/v1/agents/one/cron-jobs", {"schedule": "0 9 * * *", "timezone": "Europe/Berlin",
+                                                    "payload": {"message": "report"}}, acme.headers("operator"))
+    assert job["timezone"] == "Europe/Berlin" and job["next_run_at"].endswith(":00:00.000000Z")
+    assert job["last_run_at"] is None

@@ -31,7 +31,8 @@ router = APIRouter(tags=["cron"])
 
 def job_out(job: CronJob) -> CronJobOut:
     return CronJobOut(id=job.id, agent_id=job.agent_id, created_by=job.created_by, user_id=job.user_id,
-                      schedule=job.schedule, payload=job.payload, enabled=job.enabled, created_at=job.created_at)
+                      schedule=job.schedule, payload=job.payload, enabled=job.enabled, created_at=job.created_at,
+                      timezone=job.timezone, next_run_at=job.next_run_at, last_run_at=job.last_run_at)
 
 
 def _actor(who: Principal) -> str:
@@ -57,7 +58,7 @@ def create_cron_job(agent: AgentRef, body: CronJobIn, call: Authenticated) -> Cr
         agent_id = agent_in(tx, call.who, agent).id
         job = cron.create_cron_job(tx, call.who.scope, agent_id, created_by=actor, schedule=body.schedule,
                                    user_id_scope=call.who.context().user_id or "", payload=body.payload,
-                                   enabled=body.enabled)
+                                   enabled=body.enabled, timezone=body.timezone, origin_channel="api")
     return job_out(job)
 
 

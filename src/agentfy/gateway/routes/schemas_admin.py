@@ -266,7 +266,9 @@ class SkillOut(BaseModel):
 
 # -- cron jobs ----------------------------------------------------------------------------------------------
 class CronJobIn(Strict):
-    schedule: Label = label_field(description="The schedule as the scheduler reads it, e.g. '0 9 * * 1'.")
+    schedule: Label = label_field(description="The schedule: a five-field cron expression ('0 9 * * 1'), "
+                                              "'every 30s', or 'at 2026-12-24T09:00:00+01:00' (docs/cron.md).")
+    timezone: Label = label_field(default="UTC", description="The IANA time zone a cron expression is read in.")
     payload: JsonObject | None = None
     enabled: StrictBool = True
 
@@ -284,6 +286,9 @@ class CronJobOut(BaseModel):
     payload: dict[str, Any]
     enabled: bool
     created_at: str
+    timezone: str = "UTC"
+    next_run_at: str | None = Field(default=None, description="When it fires next (UTC); null: nothing left.")
+    last_run_at: str | None = None
 
 
 # -- group-chat permission grants ---------------------------------------------------------------------------
