@@ -208,3 +208,22 @@ def test_a_job_shows_its_time_zone_and_next_run(client: TestClient, acme: Tenant
                                                     "payload": {"message": "report"}}, acme.headers("operator"))
     assert job["timezone"] == "Europe/Berlin" and job["next_run_at"].endswith(":00:00.000000Z")
     assert job["last_run_at"] is None
+
+
+def test_run_now_fires_the_job_and_its_runs_are_listed_in_its_organization_only(
+        client: TestClient, acme: Tenant, globex: Tenant) -> None:
+    _agents(client, acme, "one")
+    job = post(client, "/v1/agents/one/cron-jobs", {"schedule": "@daily", "payload": {"message": "report"}},
+               acme.headers("operator"))
+    for who, run_status in ((globex.headers(), 404), (acme.headers("member"), 403)):  # another tenant; too low
+        assert client.post(f"/v1/cron-jobs/{job['id']}/run", headers=who).status_code == run_status
+        assert client.get(f"/v1/cron-jobs/{job['id']}/runs", headers=who).status_code == 404
+    ran = client.post(f"/v1/cron-jobs/{job['id']}/run", headers=acme.headers("operator"))
+    assert ran.status_code == 200, ran.text
+    run = ran.json()
+    assert (run["job_id"], run["cause"], run["outcome"], run["error"]) == (job["id"], "manual", "ok", None)
+    assert run["session_key"] and run["ended_at"]
+    listed = client.get(f"/v1/cron-jobs/{job['id']}/runs", headers=acme.headers(), params={"limit": 1})
+    assert listed.json() == {"items": [run], "next_cursor": None}
+    assert client.get(f"/v1/cron-jobs/{job['id']}", headers=acme.headers()).json()["next_run_at"] == \
+        job["next_run_at"]  # a manual run leaves the schedule alone

@@ -291,6 +291,18 @@ class CronJobOut(BaseModel):
     last_run_at: str | None = None
 
 
+class CronRunOut(BaseModel):
+    job_id: str = id_field("cron-job")
+    due_at: str = Field(description="The slot it ran for (a manual run: when it was asked); with job_id its key.")
+    cause: str = Field(description="schedule or manual")
+    started_at: str
+    ended_at: str | None
+    outcome: str = Field(description="running, ok, failed, denied (the creator's right, checked at fire time) or "
+                                     "skipped")
+    error: str | None = Field(description="Why it failed, was denied or skipped (short).")
+    session_key: str | None = Field(description="The session the run spoke in.")
+
+
 # -- group-chat permission grants ---------------------------------------------------------------------------
 class GrantIn(Strict):
     chat_scope: Label = label_field(pattern=CHAT_SCOPE_PATTERN, description=(
