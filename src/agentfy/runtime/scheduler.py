@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -166,3 +167,32 @@ class Scheduler:
                 continue  # more may be due: claim again at once
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=self.settings.poll_seconds)
+
+
+class SchedulerThread:
+    """The scheduler on an event loop of its own, in a thread: for a process with no server loop
+    (``agentfy worker``).  :meth:`stop` ends the pass in progress's wait and joins."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="agentfy-cron", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        self._ready.wait()
+
+    def _main(self) -> None:
+        async def loop() -> None:
+            self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+            self._ready.set()
+            await self.scheduler.run(self._stop)
+
+        asyncio.run(loop())
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=timeout)
