@@ -9,6 +9,8 @@ from fastapi.testclient import TestClient
 
 from agentfy.gateway.deps import GatewayState
 from agentfy.identity.context import RequestContext
+from agentfy.store.db import Database
+from agentfy.store.repos import api_keys
 from tests.gateway.test_routes_orgs import Checks, Route, bearer, build_world, post
 from tests.helpers.tenants import Tenant
 
@@ -227,3 +229,15 @@ def test_run_now_fires_the_job_and_its_runs_are_listed_in_its_organization_only(
     assert listed.json() == {"items": [run], "next_cursor": None}
     assert client.get(f"/v1/cron-jobs/{job['id']}", headers=acme.headers()).json()["next_run_at"] == \
         job["next_run_at"]  # a manual run leaves the schedule alone
+
+
+def test_a_job_whose_creating_key_was_revoked_is_denied_at_fire_time(
+        client: TestClient, acme: Tenant, db: Database) -> None:
+    _agents(client, acme, "one")
+    job = post(client, "/v1/agents/one/cron-jobs", {"schedule": "@daily", "payload": {"message": "report"}},
+               acme.headers("operator"))
+    assert job["created_by"].startswith("api-key-")  # the operator key acts as nobody: the key is the ACTOR
+    with db.transaction() as tx:
+        api_keys.revoke_api_key(tx, acme.scope, job["created_by"])
+    run = client.post(f"/v1/cron-jobs/{job['id']}/run", headers=acme.headers("owner")).json()
+    assert run["outcome"] == "denied" and "revoked" in run["error"] and run["session_key"] is None

@@ -16,9 +16,9 @@ first after now: never once per missed slot.
 **A fire** (:class:`Firing`) is a synthetic inbound message to the job's agent: sender ``ticker:<jobID>``,
 the job's creator carried as the origin sender (:func:`agentfy.permissions.propagation.ticker_fire`), so the
 run's ACTOR is the creator and its SCOPE the job's ``user_id``.  The creator's right is checked at fire time
-(:func:`agentfy.permissions.policy.check_cron_permission`, with the creator's current role when the creator
-is a member of the organization): a revoked grant, or a creator no longer a member, ends the run ``denied``
-with the reason.  The prompt is the job's :meth:`~agentfy.store.repos.cron.CronJob.prompt`; the run speaks in
+(:func:`agentfy.permissions.policy.check_cron_permission`, with the creator's current role,
+:func:`creator_standing`): a revoked grant, a creator no longer a member, or a revoked API key ends the run
+``denied`` with the reason.  The prompt is the job's :meth:`~agentfy.store.repos.cron.CronJob.prompt`; the run speaks in
 the conversation the job was created from (its own, ``cron:<jobID>``, otherwise), and the runtime's
 ``outbound`` delivers the reply to that chat (Telegram; see :mod:`agentfy.channels.outbound`).
 """
@@ -42,9 +42,10 @@ from agentfy.runtime.inbound import Inbound
 from agentfy.runtime.model import ModelError
 from agentfy.runtime.providers import ModelConfigError
 from agentfy.runtime.runner import Runtime
-from agentfy.store.db import Database
+from agentfy.schedule import utc_text
+from agentfy.store.db import Database, Tx
 from agentfy.store.errors import NotFoundError, StoreError
-from agentfy.store.repos import agents, cron, orgs
+from agentfy.store.repos import agents, api_keys, cron, orgs
 from agentfy.store.repos.cron import Claim, CronRun
 
 logger: Final = logging.getLogger("agentfy.scheduler")
@@ -106,9 +107,9 @@ class Firing:
         scope = Scope(job.tenant_id)
         with self.db.transaction(write=False) as tx:
             agent = agents.get_agent(tx, scope, job.agent_id)
-            role = orgs.member_role(tx, scope, job.created_by) if is_id(job.created_by, "user") else None
-        if is_id(job.created_by, "user") and role is None:
-            return f"the job's creator {job.created_by} is no longer a member of the organization"
+            role, refused = creator_standing(tx, scope, job.created_by, at=utc_text(self.clock()))
+        if refused is not None:
+            return refused
         channel = job.origin_channel or CRON_CHANNEL
         message = ticker_fire(job_id=job.id, creator=job.created_by, user_id=job.user_id or None,
                               content=job.prompt(), channel=channel)
@@ -118,6 +119,27 @@ class Firing:
         if not decision.allowed:
             return f"{decision.code.value}: {decision.reason}"
         return Inbound(job.tenant_id, agent.agent_key, context, channel, job.conversation(), message.content)
+
+
+def creator_standing(tx: Tx, scope: Scope, creator: str, *, at: str) -> tuple[str | None, str | None]:
+    """``(role, refusal)`` of a job's creator now: a person (a user ID) has their role while a member of the
+    organization, an API key its role while it is live (not revoked or expired, its person still a member);
+    either otherwise refuses the run with the reason.  Any other creator (a chat sender) has no role: the
+    per-chat grants decide."""
+    if is_id(creator, "user"):
+        role = orgs.member_role(tx, scope, creator)
+        if role is None:
+            return None, f"the job's creator {creator} is no longer a member of the organization"
+        return role, None
+    if is_id(creator, "api-key"):
+        chain = api_keys.key_chain_by_id(tx, creator)
+        if chain is None or chain.key.tenant_id != scope.tenant_id:
+            return None, f"the job's creator, API key {creator}, no longer exists"
+        key_role, reason = chain.verdict(at)
+        if key_role is None:
+            return None, f"the job's creator, API key {creator}, cannot act: {reason}"
+        return key_role, None
+    return None, None
 
 
 def _error_text(error: BaseException) -> str:
