@@ -212,3 +212,18 @@ def test_the_server_with_its_workers_runs_the_scheduler_on_the_real_clock(db: Da
         while not [r for r in runs(db, acme, job) if r.outcome == "ok"] and time.monotonic() < deadline:
             time.sleep(0.1)
     assert [r for r in runs(db, acme, job) if r.outcome == "ok"]
+
+
+def test_jobs_from_before_validation_are_scheduled_at_the_first_pass_or_disabled_saying_why(
+        db: Database, runtime: Runtime, acme: Tenant) -> None:
+    clock = Clock(T0)
+    good, bad = schedule(db, acme, "0 9 * * *"), schedule(db, acme, "every 1m")
+    with db.transaction() as tx:  # as migration 0011 leaves rows written before it
+        tx.execute("UPDATE cron_jobs SET next_run_at = NULL")
+        tx.execute("UPDATE cron_jobs SET schedule = 'whenever' WHERE id = :id", {"id": bad.id})
+    assert run(scheduler(db, runtime, clock).tick()) == []
+    assert job_now(db, acme, good).next_run_at == "2026-12-02T09:00:00.000000Z"
+    after = job_now(db, acme, bad)
+    assert (after.enabled, after.next_run_at) == (False, None)
+    (skipped,) = runs(db, acme, bad)
+    assert skipped.outcome == "skipped" and skipped.error is not None and "'whenever'" in skipped.error
