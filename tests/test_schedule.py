@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentfy.schedule import GRAMMAR, ScheduleError, from_utc_text, parse_schedule, utc_text
+from agentfy.schedule import GRAMMAR, SCHEDULE_PATTERN, ScheduleError, from_utc_text, parse_schedule, utc_text
 
 NOW = datetime(2026, 12, 2, 6, 0, tzinfo=UTC)
 moments = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2090, 1, 1), timezones=st.just(UTC))
@@ -85,6 +86,17 @@ def test_any_text_either_parses_or_is_refused_with_the_grammar(text: str) -> Non
         parse_schedule(text, now=NOW)
     except ScheduleError as error:
         assert error.field == "schedule" and error.value == text
+    else:  # what the parser accepts, the API document's pattern allows
+        assert re.fullmatch(SCHEDULE_PATTERN, text)
+
+
+@given(text=st.from_regex(SCHEDULE_PATTERN, fullmatch=True))
+def test_text_of_the_documented_shape_parses_or_is_refused_for_a_rule_beyond_the_shape(text: str) -> None:
+    try:
+        parse_schedule(text)
+    except ScheduleError as error:
+        assert any(reason in str(error) for reason in ("not a valid cron expression", "does not give an ISO-8601",
+                                                       "at most every 366")), str(error)
 
 
 @given(at=moments)

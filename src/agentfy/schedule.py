@@ -48,10 +48,23 @@ Kind = Literal["cron", "interval", "once"]
 _NICKNAMES: Final = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
                      "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
                      "@hourly": "0 * * * *"}
+#: The shape of every schedule, as one anchored expression that Python's ``re`` and a JSON-schema ``pattern``
+#: (ECMA-262) read alike: the API document states it, and the parser refuses what it does not match before
+#: looking closer.  What it cannot state — a cron field's range, a real calendar date in the future, the
+#: 366-day bound — the parser checks after it.
+_CRON_FIELD_SHAPE: Final = r"[0-9A-Za-z*,/?#-]+"
+_INSTANT_SHAPE: Final = (r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.][0-9]{1,6})?)?"
+                         r"(?:Z|[+-][0-9]{2}:[0-9]{2})")
+SCHEDULE_PATTERN: Final = (rf"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)"
+                           rf"|@?every [1-9][0-9]{{0,8}}[smhd]|at {_INSTANT_SHAPE}"
+                           rf"|{_CRON_FIELD_SHAPE}(?: +{_CRON_FIELD_SHAPE}){{4}})$")
+#: The shape of an IANA time zone name (``UTC``, ``Europe/Berlin``, ``Etc/GMT+5``); which names exist is the
+#: time-zone database's, checked by :func:`parse_timezone`.
+TIMEZONE_PATTERN: Final = r"^[A-Za-z][A-Za-z0-9_+-]*(?:/[A-Za-z0-9_+-]+)*$"
+_SCHEDULE: Final = re.compile(SCHEDULE_PATTERN)
+_TIMEZONE: Final = re.compile(TIMEZONE_PATTERN)
 _INTERVAL: Final = re.compile(r"@?every ([1-9][0-9]{0,8})([smhd])")
 _UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-#: The characters a cron field is made of (digits, names such as MON or JAN, ``* , - / ? L W #``).
-_CRON_FIELD: Final = re.compile(r"[0-9A-Za-z*,/?#-]+")
 
 
 class ScheduleError(ValueError):
@@ -128,7 +141,8 @@ def _zone(name: str) -> zoneinfo.ZoneInfo:
 def parse_timezone(value: object) -> str:
     """``value`` if it names an IANA time zone this machine knows, else :class:`ScheduleError` (field
     ``timezone``)."""
-    if not isinstance(value, str) or not value or len(value) > TIMEZONE_MAX_LENGTH or value not in _zones():
+    if (not isinstance(value, str) or len(value) > TIMEZONE_MAX_LENGTH or _TIMEZONE.fullmatch(value) is None
+            or value not in _zones()):
         raise ScheduleError(f"timezone {value!r} is not a known time zone", field="timezone", value=value,
                             expected=TIMEZONE_EXPECTED)
     return value
@@ -140,13 +154,19 @@ def parse_schedule(value: object, timezone: object = DEFAULT_TIMEZONE, *, now: d
     ``now`` given: a one-shot time must lie after it (a job being created); ``None``: any time is accepted
     (a stored job being read back)."""
     zone = parse_timezone(timezone)
-    if not isinstance(value, str) or not value.strip() or len(value) > SCHEDULE_MAX_LENGTH:
+    if not isinstance(value, str) or not value or len(value) > SCHEDULE_MAX_LENGTH:
         raise _bad(value, f"schedule {value!r} is empty or longer than {SCHEDULE_MAX_LENGTH} characters")
-    text = value.strip()
+    text = value
     if text.startswith(("every", "@every")):
         return _interval(value, text, zone)
     if text.startswith("at "):
-        return _once(value, text[3:].strip(), zone, now)
+        return _once(value, text[3:], zone, now)
+    if text.startswith("@") and text not in _NICKNAMES:
+        raise _bad(value, f"schedule {value!r} is not a known nickname")
+    if _SCHEDULE.fullmatch(text) is None:
+        fields = len(text.split())
+        raise _bad(value, f"schedule {value!r} has {fields} fields; a cron expression has five" if fields != 5 else
+                   f"schedule {value!r} is not five fields of digits, names and * , - / ? L W # separated by spaces")
     return _cron(value, _NICKNAMES.get(text, text), zone)
 
 
@@ -166,6 +186,9 @@ def _interval(value: str, text: str, zone: str) -> Schedule:
 
 
 def _once(value: str, text: str, zone: str, now: datetime | None) -> Schedule:
+    if _SCHEDULE.fullmatch(value) is None:
+        raise _bad(value, f"schedule {value!r} does not give an ISO-8601 date and time with an offset after 'at' "
+                   "(YYYY-MM-DDTHH:MM[:SS[.ffffff]] then Z or ±HH:MM)")
     try:
         at = datetime.fromisoformat(text)
     except ValueError:
@@ -179,14 +202,7 @@ def _once(value: str, text: str, zone: str, now: datetime | None) -> Schedule:
 
 
 def _cron(value: str, text: str, zone: str) -> Schedule:
-    fields = text.split()
-    if text.startswith("@"):
-        raise _bad(value, f"schedule {value!r} is not a known nickname")
-    if len(fields) != 5:
-        raise _bad(value, f"schedule {value!r} has {len(fields)} fields; a cron expression has five")
-    if not all(_CRON_FIELD.fullmatch(field) for field in fields):
-        raise _bad(value, f"schedule {value!r} has a character a cron field cannot contain")
-    expression = " ".join(fields)
+    expression = " ".join(text.split())
     try:
         # croniter checks the ranges (minute 0-59, …) and the names when it builds the iterator.
         croniter(expression, datetime(2000, 1, 1, tzinfo=UTC))

@@ -28,6 +28,7 @@ from agentfy.gateway.routes.schemas import (  # re-exported for the admin routes
 from agentfy.identity.keys import SLUG_PATTERN, TENANT_SLUG_MAX_LENGTH
 from agentfy.identity.roles import Role
 from agentfy.permissions.senders import CHAT_SCOPE_PREFIXES
+from agentfy.schedule import SCHEDULE_MAX_LENGTH, SCHEDULE_PATTERN, TIMEZONE_MAX_LENGTH, TIMEZONE_PATTERN
 from agentfy.store.inputs import LABEL_FORBIDDEN
 from agentfy.store.repos.links import URL_MAX_LENGTH
 from agentfy.store.repos.permissions import CONFIG_TYPES
@@ -266,9 +267,11 @@ class SkillOut(BaseModel):
 
 # -- cron jobs ----------------------------------------------------------------------------------------------
 class CronJobIn(Strict):
-    schedule: Label = label_field(description="The schedule: a five-field cron expression ('0 9 * * 1'), "
-                                              "'every 30s', or 'at 2026-12-24T09:00:00+01:00' (docs/cron.md).")
-    timezone: Label = label_field(default="UTC", description="The IANA time zone a cron expression is read in.")
+    schedule: Label = label_field(SCHEDULE_MAX_LENGTH, pattern=SCHEDULE_PATTERN, description=(
+        "The schedule: a five-field cron expression ('0 9 * * 1'), 'every 30s', or 'at 2026-12-24T09:00:00+01:00' "
+        "(docs/cron.md); the cron fields' ranges, a real date in the future and at most 366 days are checked too."))
+    timezone: Label = label_field(TIMEZONE_MAX_LENGTH, default="UTC", pattern=TIMEZONE_PATTERN, description=(
+        "The IANA time zone a cron expression is read in; one of the server's time-zone database."))
     payload: JsonObject | None = None
     enabled: StrictBool = True
 
