@@ -40,7 +40,7 @@ LAYERS: Final[tuple[tuple[str, ...], ...]] = (
     ("__init__",),
     ("ids",),                  # the ID format, standard library only
     ("identity",),             # typed IDs, agent keys, the tenant scope, the request context
-    ("logs", "tracing"),       # logging and spans, configured from the settings
+    ("logs", "tracing", "schedule"),  # logging and spans; the cron schedule grammar (croniter, zoneinfo)
     ("store",),                # tables, transactions, repositories, the change feed
     ("cutover",),              # the ID cutover: the store's tables on a connection of its own
     ("events",),               # the outbox, workers, consolidation (writes memory through the store)

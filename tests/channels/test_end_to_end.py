@@ -25,7 +25,7 @@ from agentfy.permissions.channels import telegram_context
 from agentfy.runtime.inbound import Inbound
 from agentfy.store import schema
 from agentfy.store.db import Database
-from agentfy.store.repos import agents, audit, memory, permissions, sessions, teams
+from agentfy.store.repos import agents, audit, cron, memory, permissions, sessions, teams
 from agentfy.store.repos.credentials import CredentialCipher
 from tests.channels.helpers import TELEGRAM_API, FakePlatforms
 from tests.helpers.tenants import Tenant, make_tenant
@@ -242,3 +242,24 @@ def test_a_subagent_and_a_delegate_act_for_the_original_sender_and_announce_to_t
     assert {body["text"] for body in sent if "reply_parameters" not in body} == {
         f"@support heard: write_file: wrote sub.txt (2 bytes) for {ALICE}",
         f"@support heard: write_file: wrote d.txt (2 bytes) for {ALICE}"}
+
+
+def test_a_cron_job_made_in_the_group_runs_as_its_creator_and_answers_in_that_chat(
+        db: Database, live: Live, acme: Tenant) -> None:
+    live.bind(acme, "SupportBot", "acme-secret-0123456789-abcdefgh")
+    with db.transaction() as tx:
+        permissions.grant(tx, acme.scope, _agent_id(db, acme), chat_scope=SCOPE, config_type="cron",
+                          sender_id=str(ALICE), allow=True, granted_by="admin")
+    made = live.say("SupportBot", "acme-secret-0123456789-abcdefgh",
+                    "/tool create_cron schedule='every 1h' message='daily report'")
+    assert "scheduled cron-job-" in made, made
+    with db.transaction(write=False) as tx:
+        (job,) = cron.list_cron_jobs(tx, acme.scope)
+    assert (job.created_by, job.user_id, job.origin_channel) == (str(ALICE), SCOPE, "telegram")
+    before = len(live.platforms.requests)
+    run = live.client.post(f"/v1/cron-jobs/{job.id}/run", headers=acme.headers()).json()
+    assert run["outcome"] == "ok", run
+    (sent,) = live.platforms.shown(before)  # a new message in the group, not a reply to anyone
+    assert sent["chat_id"] == GROUP_CHAT and sent["text"] == "@support heard: daily report"
+    said = [m for m in _messages(db, acme) if m[2] == "daily report"]
+    assert [(role, sender) for role, sender, _ in said] == [("user", str(ALICE))]  # the creator, not the ticker

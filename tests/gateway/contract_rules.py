@@ -89,6 +89,18 @@ SCHEMA_INEXPRESSIBLE = (
     Inexpressible(("agents.model.get", "agents.model.check"), "invalid_input", r"config\.model(\..*)?", r".*",
                   "the agent's stored configuration (written by agents.create or agents.update, whose config is any "
                   "JSON object) must be one a run can use: state, not the request's format"),
+    Inexpressible(("cron.create",), "invalid_input", r"schedule",
+                  r".*(not a valid cron expression|is not in the future|does not give an ISO-8601|at most every 366).*",
+                  "a schedule's shape is the document's pattern, but a cron field's range and names (croniter's "
+                  "grammar), a real calendar date, a time after now and a bound on the number inside the text are not "
+                  "patterns"),
+    Inexpressible(("cron.create",), "invalid_input", r"timezone", r".*is not a known time zone.*",
+                  "which time zone names exist is the server's IANA time-zone database, not a format"),
+    Inexpressible(("cron.create",), "invalid_input", r"payload\.message", r".*",
+                  "a payload's message, when it has one, is a string with something to say: a rule on one member of "
+                  "a free JSON object"),
+    Inexpressible(("cron.update",), "invalid_input", r"enabled", r".*one-shot time .* has passed.*",
+                  "a one-shot job whose time has passed cannot be resumed: state, not the request's format"),
     Inexpressible(("knowledge.ingest",), "invalid_input", r"relations\[\d+\]\.(source|target)", r".*",
                   "a relation's index is below the number of entities and names an entity of the relation's own "
                   "agent: a relation between two arrays"),

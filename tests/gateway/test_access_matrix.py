@@ -432,6 +432,8 @@ SCOPED: dict[str, Build] = {
     "cron.update": lambda w, c, s: Request("PATCH", f"/v1/cron-jobs/{_fresh_job(w, s)}", {"enabled": False},
                                            hidden=True),
     "cron.delete": lambda w, c, s: Request("DELETE", f"/v1/cron-jobs/{_fresh_job(w, s)}", hidden=True),
+    "cron.runs": lambda w, c, s: Request("GET", f"/v1/cron-jobs/{w.jobs[s]}/runs", hidden=True),
+    "cron.run": lambda w, c, s: Request("POST", f"/v1/cron-jobs/{_fresh_job(w, s)}/run", hidden=True),
 }
 #: Lists that show a scope's rows only to callers who may see the scope (the answer is 200 either way).
 FILTERED: dict[str, Build] = {

@@ -51,7 +51,9 @@ def world(client: TestClient, acme: Tenant) -> dict[str, str]:
     session = client.post("/v1/sessions", json={"agent": agent, "session_key": "s1", "user_id": "u1"},
                           headers=headers)
     assert session.status_code == 201, session.text
-    return {"agent": agent, "team_id": team, "session_key": "s1"}
+    job = client.post(f"/v1/agents/{agent}/cron-jobs", json={"schedule": "@daily"}, headers=headers)
+    assert job.status_code == 201, job.text
+    return {"agent": agent, "team_id": team, "session_key": "s1", "job_id": job.json()["id"]}
 
 
 def list_operations(client: TestClient) -> Iterator[tuple[str, str]]:

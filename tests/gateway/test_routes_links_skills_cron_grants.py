@@ -9,6 +9,8 @@ from fastapi.testclient import TestClient
 
 from agentfy.gateway.deps import GatewayState
 from agentfy.identity.context import RequestContext
+from agentfy.store.db import Database
+from agentfy.store.repos import api_keys
 from tests.gateway.test_routes_orgs import Checks, Route, bearer, build_world, post
 from tests.helpers.tenants import Tenant
 
@@ -182,3 +184,60 @@ def test_the_heartbeat_echoes_both_identities_and_the_run_state(client: TestClie
     with loop.run():
         assert client.post(f"/v1/agents/{one[by]}/heartbeat", headers=acme.headers()).json()["running"] is True
     assert client.post("/v1/agents/one/heartbeat", headers=acme.headers()).json()["running"] is False
+
+
+@pytest.mark.parametrize(("body", "field", "value"), [
+    ({"schedule": "every fortnight"}, "schedule", "every fortnight"),
+    ({"schedule": "0 9 * * * *"}, "schedule", "0 9 * * * *"),
+    ({"schedule": "at 2000-01-01T00:00:00Z"}, "schedule", "at 2000-01-01T00:00:00Z"),
+    ({"schedule": "0 9 * * *", "timezone": "Mars/Olympus"}, "timezone", "Mars/Olympus"),
+    ({"schedule": "0 9 * * *", "payload": {"message": "  "}}, "payload.message", "  "),
+])
+def test_a_bad_schedule_is_a_422_naming_the_field_and_nothing_is_written(
+        client: TestClient, acme: Tenant, body: dict[str, Any], field: str, value: str) -> None:
+    _agents(client, acme, "one")
+    refused = client.post("/v1/agents/one/cron-jobs", json=body, headers=acme.headers("operator"))
+    assert refused.status_code == 422
+    error = refused.json()["error"]
+    assert (error["code"], error["field"], error["value"]) == ("invalid_input", field, value)
+    assert error["expected"]
+    assert client.get("/v1/agents/one/cron-jobs", headers=acme.headers()).json()["items"] == []
+
+
+def test_a_job_shows_its_time_zone_and_next_run(client: TestClient, acme: Tenant) -> None:
+    _agents(client, acme, "one")
+    job = post(client, "/v1/agents/one/cron-jobs", {"schedule": "0 9 * * *", "timezone": "Europe/Berlin",
+                                                    "payload": {"message": "report"}}, acme.headers("operator"))
+    assert job["timezone"] == "Europe/Berlin" and job["next_run_at"].endswith(":00:00.000000Z")
+    assert job["last_run_at"] is None
+
+
+def test_run_now_fires_the_job_and_its_runs_are_listed_in_its_organization_only(
+        client: TestClient, acme: Tenant, globex: Tenant) -> None:
+    _agents(client, acme, "one")
+    job = post(client, "/v1/agents/one/cron-jobs", {"schedule": "@daily", "payload": {"message": "report"}},
+               acme.headers("operator"))
+    for who, run_status in ((globex.headers(), 404), (acme.headers("member"), 403)):  # another tenant; too low
+        assert client.post(f"/v1/cron-jobs/{job['id']}/run", headers=who).status_code == run_status
+        assert client.get(f"/v1/cron-jobs/{job['id']}/runs", headers=who).status_code == 404
+    ran = client.post(f"/v1/cron-jobs/{job['id']}/run", headers=acme.headers("operator"))
+    assert ran.status_code == 200, ran.text
+    run = ran.json()
+    assert (run["job_id"], run["cause"], run["outcome"], run["error"]) == (job["id"], "manual", "ok", None)
+    assert run["session_key"] and run["ended_at"]
+    listed = client.get(f"/v1/cron-jobs/{job['id']}/runs", headers=acme.headers(), params={"limit": 1})
+    assert listed.json() == {"items": [run], "next_cursor": None}
+    assert client.get(f"/v1/cron-jobs/{job['id']}", headers=acme.headers()).json()["next_run_at"] == \
+        job["next_run_at"]  # a manual run leaves the schedule alone
+
+
+def test_a_job_whose_creating_key_was_revoked_is_denied_at_fire_time(
+        client: TestClient, acme: Tenant, db: Database) -> None:
+    _agents(client, acme, "one")
+    job = post(client, "/v1/agents/one/cron-jobs", {"schedule": "@daily", "payload": {"message": "report"}},
+               acme.headers("operator"))
+    assert job["created_by"].startswith("api-key-")  # the operator key acts as nobody: the key is the ACTOR
+    with db.transaction() as tx:
+        api_keys.revoke_api_key(tx, acme.scope, job["created_by"])
+    run = client.post(f"/v1/cron-jobs/{job['id']}/run", headers=acme.headers("owner")).json()
+    assert run["outcome"] == "denied" and "revoked" in run["error"] and run["session_key"] is None

@@ -109,7 +109,8 @@ def _knowledge(tx: Tx, scope: Scope, agent_id: str) -> None:
 def _agent_owned(tx: Tx, scope: Scope, agent_id: str, session_key: str) -> None:
     """What an agent owns outright: MCP server, cron job, grant, a session with messages, memory, knowledge."""
     links.add_mcp_server(tx, scope, agent_id, name="github", url="https://mcp.example/github")
-    cron.create_cron_job(tx, scope, agent_id, created_by="1001", user_id_scope=GROUP, schedule="0 9 * * *")
+    job = cron.create_cron_job(tx, scope, agent_id, created_by="1001", user_id_scope=GROUP, schedule="0 9 * * *")
+    cron.start_manual_run(tx, scope, job.id)
     permissions.grant(tx, scope, agent_id, chat_scope=GROUP, config_type="file_writer", sender_id="1001", allow=True)
     sessions.open_session(tx, scope, session_key, agent_id, GROUP)
     sessions.append_message(tx, scope, session_key, "user", "hi", sender_id="1001")

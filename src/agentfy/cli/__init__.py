@@ -33,6 +33,7 @@ from agentfy.cli import (
     chat,
     config,
     credentials,
+    cron,
     cutover,
     db,
     events,
@@ -66,6 +67,7 @@ app.add_typer(admin.group, name="admin")
 app.add_typer(cutover.group, name="cutover")
 app.add_typer(config.group, name="config")
 app.add_typer(channels.group, name="channels")
+app.add_typer(cron.group, name="cron")
 
 __all__ = ["EXIT_FAILED", "EXIT_OUTDATED", "EXIT_UNAVAILABLE", "EXIT_USAGE", "admin", "agents", "app", "channels",
            "chat", "config", "credentials", "cutover", "db", "events", "ids", "main", "serve", "worker"]

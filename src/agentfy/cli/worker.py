@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import asyncio
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -28,6 +29,11 @@ from agentfy.cli.options import (
 )
 from agentfy.events.consolidation import handlers
 from agentfy.events.runner import run_until_signalled
+from agentfy.settings import Settings
+from agentfy.store.db import Database
+
+if TYPE_CHECKING:
+    from agentfy.runtime.scheduler import Scheduler
 
 
 def worker(
@@ -48,6 +54,8 @@ def worker(
     pool_size: PoolSizeOption = None,
     pool_overflow: PoolOverflowOption = None,
     pool_timeout: PoolTimeoutOption = None,
+    cron: Annotated[bool, typer.Option("--cron/--no-cron", help="Also run the cron scheduler (docs/cron.md); "
+                                       "with --once, fire what is due now.")] = True,
 ) -> None:
     """Run the consolidation workers (episodic, semantic, dreaming, dedup) as a separate process.
 
@@ -68,9 +76,39 @@ def worker(
     err.print(f"worker x{1 if once else bus.concurrency} on {db.display_url}: {', '.join(sorted(pipeline))} "
               f"(lease {bus.lease_seconds:g} s, batch {bus.batch_size}, "
               f"{bus.max_attempts} attempts)", highlight=False, soft_wrap=True)
+    # Imported here, not for every command: the runtime loads its model providers (see `agentfy chat`).
+    from agentfy.runtime.scheduler import Firing, SchedulerThread  # noqa: PLC0415
+
+    scheduler = _scheduler(db, settings) if cron else None
+    thread = None if scheduler is None or once else SchedulerThread(scheduler)
     try:
+        if thread is not None:
+            thread.start()
         run_until_signalled(db, pipeline, settings=bus, once=once)
+        if scheduler is not None and once:
+            asyncio.run(scheduler.tick())
     except KeyboardInterrupt:  # the second Ctrl-C
         pass
     finally:
+        if thread is not None:
+            thread.stop()
+        if scheduler is not None and isinstance(scheduler.fire, Firing):
+            scheduler.fire.runtime.close()
         db.dispose()
+
+
+def _scheduler(db: Database, settings: Settings) -> Scheduler:
+    """The cron scheduler of this process: it fires through a runtime of its own (the agents' models, their
+    credentials decrypted with the server's key).  Replies are recorded in their sessions; delivering them to a
+    chat needs the channels of `agentfy serve`, which this process does not run."""
+    from agentfy.agents.router import Router  # noqa: PLC0415 - start-up time, as above
+    from agentfy.gateway.app import default_workspace_root  # noqa: PLC0415
+    from agentfy.keys import credentials_cipher  # noqa: PLC0415
+    from agentfy.runtime.providers import Providers  # noqa: PLC0415
+    from agentfy.runtime.runner import Runtime  # noqa: PLC0415
+    from agentfy.runtime.scheduler import Firing, Scheduler  # noqa: PLC0415
+
+    providers = Providers(cipher=credentials_cipher(settings, db.url, create=False, required=False))
+    runtime = Runtime(db, Router(db), workspace_root=settings.workspace_root or default_workspace_root(db),
+                      providers=providers)
+    return Scheduler(db, Firing(db, runtime))

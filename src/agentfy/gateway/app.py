@@ -8,6 +8,7 @@ it, so it imports everything it assembles at its top.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 from collections.abc import AsyncIterator
@@ -40,6 +41,7 @@ from agentfy.gateway.warm_reads import WarmAgentReads
 from agentfy.keys import credentials_cipher
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
+from agentfy.runtime.scheduler import Firing, Scheduler
 from agentfy.settings import Settings
 from agentfy.store.db import Database
 from agentfy.store.migrate import is_at_head
@@ -70,6 +72,22 @@ def _start_workers(gateway: GatewayState, settings: Settings) -> None:
     pipeline = handlers(settings=settings.consolidation, bus=settings.events)
     gateway.worker_threads.extend(start_workers(gateway.db, pipeline, stop=gateway.stop_workers,
                                                 settings=settings.events))
+
+
+@asynccontextmanager
+async def _cron_scheduler(gateway: GatewayState) -> AsyncIterator[None]:
+    """The cron scheduler, with the event workers: on this event loop, beside the runtime it fires through.
+    With many processes each runs one, and the claim gives every due job to exactly one of them."""
+    if not gateway.run_workers or gateway.runtime is None:
+        yield
+        return
+    stop = asyncio.Event()
+    task = asyncio.create_task(Scheduler(gateway.db, Firing(gateway.db, gateway.runtime)).run(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
 
 
 def _attach_channels(app: FastAPI, gateway: GatewayState, settings: Settings) -> None:
@@ -116,7 +134,8 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
             await run_in_threadpool(db.changes.wait_listening, FEED_CONNECT_TIMEOUT_SECONDS)
         if gateway.run_workers:
             _start_workers(gateway, settings)
-        yield
+        async with _cron_scheduler(gateway):
+            yield
         await app.state.channels.aclose()
         if gateway.runtime is not None:
             await gateway.runtime.providers.aclose()  # the model SDK's connections

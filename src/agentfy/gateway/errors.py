@@ -137,6 +137,8 @@ def fields_as_sent(**sent: str) -> Iterator[None]:
         own = f"invalid {error.field} "
         renamed = type(error)(f"invalid {field} {message[len(own):]}" if message.startswith(own) else message,
                               field=field, value=error.value)
+        if isinstance(error, InvalidInputError) and isinstance(renamed, InvalidInputError):
+            renamed.expected = error.expected
         raise renamed from error
 
 
@@ -156,7 +158,8 @@ def describe(error: BaseException) -> tuple[int, dict[str, Any]]:
     if isinstance(error, InvalidTenantSlugError):
         return 422, error_body("invalid_slug", str(error), field=error.field)
     if isinstance(error, InvalidInputError):
-        return 422, error_body("invalid_input", str(error), field=error.field, value=error.value)
+        return 422, error_body("invalid_input", str(error), field=error.field, value=error.value,
+                               expected=error.expected)
     if isinstance(error, NotFoundError):
         return 404, error_body("not_found", f"{error.entity} not found", field=getattr(error, "field", None),
                                value=error.ref if isinstance(error.ref, str) else None)

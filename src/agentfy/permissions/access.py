@@ -154,6 +154,8 @@ RULES: Final[dict[str, Rule]] = {
     "cron.get": _r("member", "read a cron job", scoped=True),
     "cron.update": _r("operator", "enable or disable a cron job", scoped=True),
     "cron.delete": _r("operator", "delete a cron job", scoped=True),
+    "cron.runs": _r("member", "list a cron job's runs", scoped=True),
+    "cron.run": _r("operator", "run a cron job now", scoped=True),
     "skills.create": _r("operator", "publish a skill (owned by the caller's person)", person=True),
     "skills.list": _r("member", "list skills"),
     "skills.get": _r("member", "read a skill"),

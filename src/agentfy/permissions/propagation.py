@@ -123,6 +123,17 @@ def session_send(origin: RequestContext, *, content: str, channel: str,
     return _synthesise(origin, channel=channel, sender_id=SESSION_SEND_SENDER, content=content, user_id=scope)
 
 
+def ticker_fire(*, job_id: str, creator: str, user_id: str | None, content: str, channel: str) -> InboundMessage:
+    """A cron job's run put on the inbound path (sender ``ticker:<jobID>``), carrying the job's creator as the
+    origin when the creator is a person: the run then acts as the creator, whose grants decide it at fire
+    time, in the job's SCOPE ``user_id``.  A creator that is not a person is not carried (the ticker stays
+    the sender, which the policy refuses in a group)."""
+    metadata = {META_ORIGIN_SENDER_ID: creator} if is_person(creator) else {}
+    return InboundMessage(channel=require_identity(channel, "channel"), user_id=user_id or None,
+                          sender_id=f"ticker:{require_identity(job_id, 'job_id')}", content=content,
+                          metadata=metadata)
+
+
 def run_request_from_inbound(message: InboundMessage) -> RunRequest:
     """The next turn's request: for a synthetic message whose metadata carries a person, that person is the
     sender and the wrapper is ``relayed_by``; otherwise the sender stays as delivered (see the trust rules)."""

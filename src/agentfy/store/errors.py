@@ -41,10 +41,12 @@ class InvalidInputError(StoreError, ValueError):
 
     code = "invalid_input"
 
-    def __init__(self, message: str, *, field: str, value: object) -> None:
+    def __init__(self, message: str, *, field: str, value: object, expected: str | None = None) -> None:
         super().__init__(message)
         self.field = field
         self.value = value
+        #: What would have been accepted, when the rule says more than the message (a schedule's grammar).
+        self.expected = expected
 
 
 class DanglingReferenceError(StoreError):

@@ -37,6 +37,8 @@ metadata: Final = sa.MetaData(naming_convention=NAMING_CONVENTION)
 
 #: The characters an ID may contain (canonical and legacy alike); the CHECK trims them away.
 ID_CHARACTERS: Final = "0123456789abcdefghijklmnopqrstuvwxyz-"
+#: The longest channel name or conversation a cron job records as its origin.
+ORIGIN_MAX_LENGTH: Final = 300
 #: The CHECK of a column that holds an organization role.
 _ROLE_IN: Final = f"role IN ({', '.join(repr(role) for role in ROLES)})"
 
@@ -414,7 +416,44 @@ cron_jobs = _table(
     json_column("payload"),
     sa.Column("enabled", sa.Boolean, nullable=False, server_default=sa.true()),
     created_at(),
+    sa.Column("timezone", sa.Text, nullable=False, server_default="UTC",
+              comment="IANA name a cron expression is read in"),
+    sa.Column("next_run_at", sa.Text, nullable=True, index=True,
+              comment="when it is due next; NULL: not computed yet (rows from before 0013) or nothing left"),
+    sa.Column("last_run_at", sa.Text, nullable=True, comment="the due time of the last run claimed"),
+    sa.Column("origin_channel", sa.Text, nullable=False, server_default=sa.text("''"),
+              comment="the channel the job was created from (telegram, api, …; empty: none)"),
+    sa.Column("origin_conversation", sa.Text, nullable=False, server_default=sa.text("''"),
+              comment="the conversation its runs answer in (telegram:<chat>, …; empty: its own)"),
+    sa.CheckConstraint("length(timezone) BETWEEN 1 AND 64", name="timezone_shape"),
+    sa.CheckConstraint(f"length(origin_channel) <= {ORIGIN_MAX_LENGTH} "
+                       f"AND length(origin_conversation) <= {ORIGIN_MAX_LENGTH}", name="origin_shape"),
     id_columns=("id", "tenant_id", "agent_id"),
+)
+
+#: What a cron run ended as (``running`` until it ends; a process that dies mid-run leaves it so).
+CRON_RUN_OUTCOMES: Final = ("running", "ok", "failed", "denied", "skipped")
+#: Why a cron run happened: its schedule, or somebody's "run now".
+CRON_RUN_CAUSES: Final = ("schedule", "manual")
+CRON_RUN_ERROR_MAX_LENGTH: Final = 500
+
+cron_runs = _table(
+    "cron_runs",
+    # A run is named by its job and the time it was due: the primary key is the exactly-once rule itself
+    # (a second claim of one slot cannot be recorded), so a run needs no minted ID of its own.
+    ref("job_id", "cron_jobs.id", on_delete="CASCADE", primary_key=True),
+    sa.Column("due_at", sa.Text, primary_key=True),
+    tenant(),
+    sa.Column("cause", sa.Text, nullable=False),
+    sa.Column("started_at", sa.Text, nullable=False),
+    sa.Column("ended_at", sa.Text, nullable=True),
+    sa.Column("outcome", sa.Text, nullable=False),
+    sa.Column("error", sa.Text, nullable=True, comment="why it failed, was denied or skipped (short, no secrets)"),
+    sa.Column("session_key", sa.Text, nullable=True, comment="the session the run's messages are in"),
+    sa.CheckConstraint(f"outcome IN ({', '.join(repr(o) for o in CRON_RUN_OUTCOMES)})", name="outcome_known"),
+    sa.CheckConstraint(f"cause IN ({', '.join(repr(c) for c in CRON_RUN_CAUSES)})", name="cause_known"),
+    sa.CheckConstraint(f"error IS NULL OR length(error) <= {CRON_RUN_ERROR_MAX_LENGTH}", name="error_short"),
+    id_columns=("job_id", "tenant_id"),
 )
 
 agent_config_permissions = _table(

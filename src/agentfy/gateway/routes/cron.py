@@ -1,4 +1,4 @@
-"""Cron jobs: ``/v1/agents/{agent}/cron-jobs`` and ``/v1/cron-jobs/{job_id}``.
+"""Cron jobs: ``/v1/agents/{agent}/cron-jobs``, ``/v1/cron-jobs/{job_id}``, its ``/runs`` and ``/run`` (now).
 
 A job records who scheduled it (the ACTOR: the user the key acts as, or the key itself) and the SCOPE it
 runs in (the key's user; empty for none).  Neither is taken from the request body.
@@ -7,6 +7,7 @@ runs in (the key's user; empty for none).  Neither is taken from the request bod
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
+from fastapi.concurrency import run_in_threadpool
 
 from agentfy.errors import ApiError
 from agentfy.gateway.auth import Principal
@@ -19,19 +20,27 @@ from agentfy.gateway.routes.schemas_admin import (
     CronJobIn,
     CronJobOut,
     CronJobPatch,
+    CronRunOut,
 )
 from agentfy.permissions.access import require_scope, scope_filter
+from agentfy.runtime.scheduler import Firing
 from agentfy.store.db import Tx
 from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import cron
-from agentfy.store.repos.cron import CronJob
+from agentfy.store.repos.cron import Claim, CronJob, CronRun
 
 router = APIRouter(tags=["cron"])
 
 
 def job_out(job: CronJob) -> CronJobOut:
     return CronJobOut(id=job.id, agent_id=job.agent_id, created_by=job.created_by, user_id=job.user_id,
-                      schedule=job.schedule, payload=job.payload, enabled=job.enabled, created_at=job.created_at)
+                      schedule=job.schedule, payload=job.payload, enabled=job.enabled, created_at=job.created_at,
+                      timezone=job.timezone, next_run_at=job.next_run_at, last_run_at=job.last_run_at)
+
+
+def run_out(run: CronRun) -> CronRunOut:
+    return CronRunOut(job_id=run.job_id, due_at=run.due_at, cause=run.cause, started_at=run.started_at,
+                      ended_at=run.ended_at, outcome=run.outcome, error=run.error, session_key=run.session_key)
 
 
 def _actor(who: Principal) -> str:
@@ -57,7 +66,7 @@ def create_cron_job(agent: AgentRef, body: CronJobIn, call: Authenticated) -> Cr
         agent_id = agent_in(tx, call.who, agent).id
         job = cron.create_cron_job(tx, call.who.scope, agent_id, created_by=actor, schedule=body.schedule,
                                    user_id_scope=call.who.context().user_id or "", payload=body.payload,
-                                   enabled=body.enabled)
+                                   enabled=body.enabled, timezone=body.timezone, origin_channel="api")
     return job_out(job)
 
 
@@ -95,3 +104,32 @@ def delete_cron_job(job_id: CronJobIdPath, call: Authenticated) -> Response:
         _job_in_reach(tx, call.who, "cron.delete", job_id)
         cron.delete_cron_job(tx, call.who.scope, job_id)
     return Response(status_code=204)
+
+
+@router.get("/cron-jobs/{job_id}/runs", operation_id="cron.runs", response_model=Page[CronRunOut])
+def list_cron_runs(job_id: CronJobIdPath, call: Authenticated,
+                   limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[CronRunOut]:
+    """The job's runs, oldest due first, a page at a time.  Another organization's job, or one in a scope the
+    caller may not see: 404."""
+    with call.gateway.db.transaction(write=False) as tx:
+        _job_in_reach(tx, call.who, "cron.runs", job_id)
+    return paged(call.gateway, call.who, "cron.runs", cron.RUN_PAGES, fetch=lambda tx, **page: cron.list_cron_runs(
+        tx, call.who.scope, job_id, **page), out=run_out, limit=limit, cursor=cursor)
+
+
+def _start_manual_run(call: Authenticated, job_id: str) -> Claim:
+    with call.gateway.db.transaction() as tx:
+        _job_in_reach(tx, call.who, "cron.run", job_id)
+        return cron.start_manual_run(tx, call.who.scope, job_id)
+
+
+@router.post("/cron-jobs/{job_id}/run", operation_id="cron.run", response_model=CronRunOut)
+async def run_cron_job(job_id: CronJobIdPath, call: Authenticated) -> CronRunOut:
+    """Run the job now, paused or not, exactly as its schedule would (as its creator, whose right is checked
+    now), and answer the ended run: ``ok``, ``failed`` or ``denied`` with the reason (operator).  Its schedule
+    does not move."""
+    runtime = call.gateway.runtime
+    if runtime is None:
+        raise ApiError(503, "unavailable", "this server runs no agent runtime")
+    claim = await run_in_threadpool(_start_manual_run, call, job_id)
+    return run_out(await Firing(call.gateway.db, runtime)(claim))

@@ -28,6 +28,7 @@ from agentfy.gateway.routes.schemas import (  # re-exported for the admin routes
 from agentfy.identity.keys import SLUG_PATTERN, TENANT_SLUG_MAX_LENGTH
 from agentfy.identity.roles import Role
 from agentfy.permissions.senders import CHAT_SCOPE_PREFIXES
+from agentfy.schedule import SCHEDULE_MAX_LENGTH, SCHEDULE_PATTERN, TIMEZONE_MAX_LENGTH, TIMEZONE_PATTERN
 from agentfy.store.inputs import LABEL_FORBIDDEN
 from agentfy.store.repos.links import URL_MAX_LENGTH
 from agentfy.store.repos.permissions import CONFIG_TYPES
@@ -266,7 +267,11 @@ class SkillOut(BaseModel):
 
 # -- cron jobs ----------------------------------------------------------------------------------------------
 class CronJobIn(Strict):
-    schedule: Label = label_field(description="The schedule as the scheduler reads it, e.g. '0 9 * * 1'.")
+    schedule: Label = label_field(SCHEDULE_MAX_LENGTH, pattern=SCHEDULE_PATTERN, description=(
+        "The schedule: a five-field cron expression ('0 9 * * 1'), 'every 30s', or 'at 2026-12-24T09:00:00+01:00' "
+        "(docs/cron.md); the cron fields' ranges, a real date in the future and at most 366 days are checked too."))
+    timezone: Label = label_field(TIMEZONE_MAX_LENGTH, default="UTC", pattern=TIMEZONE_PATTERN, description=(
+        "The IANA time zone a cron expression is read in; one of the server's time-zone database."))
     payload: JsonObject | None = None
     enabled: StrictBool = True
 
@@ -284,6 +289,21 @@ class CronJobOut(BaseModel):
     payload: dict[str, Any]
     enabled: bool
     created_at: str
+    timezone: str = "UTC"
+    next_run_at: str | None = Field(default=None, description="When it fires next (UTC); null: nothing left.")
+    last_run_at: str | None = None
+
+
+class CronRunOut(BaseModel):
+    job_id: str = id_field("cron-job")
+    due_at: str = Field(description="The slot it ran for (a manual run: when it was asked); with job_id its key.")
+    cause: str = Field(description="schedule or manual")
+    started_at: str
+    ended_at: str | None
+    outcome: str = Field(description="running, ok, failed, denied (the creator's right, checked at fire time) or "
+                                     "skipped")
+    error: str | None = Field(description="Why it failed, was denied or skipped (short).")
+    session_key: str | None = Field(description="The session the run spoke in.")
 
 
 # -- group-chat permission grants ---------------------------------------------------------------------------

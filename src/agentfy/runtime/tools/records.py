@@ -22,6 +22,7 @@ from agentfy.permissions.ownership import NoActorError, memory_scope, owner_for_
 from agentfy.permissions.policy import check_context_file_permission, check_cron_permission
 from agentfy.runtime.model import ToolSpec
 from agentfy.runtime.tools import Tool, ToolEnv, ToolError, integer, parameters, refusal, string, text, whole
+from agentfy.schedule import DEFAULT_TIMEZONE, GRAMMAR
 from agentfy.store.errors import ConflictError, InvalidInputError
 from agentfy.store.repos import cron, memory, skills
 
@@ -37,7 +38,7 @@ def _owner(env: ToolEnv, tool: str) -> str:
         raise ToolError(f"{tool}: {error}") from None
 
 
-def _create_cron(env: ToolEnv, schedule: str, message: str) -> str:
+def _create_cron(env: ToolEnv, schedule: str, message: str, timezone: str) -> str:
     decision = check_cron_permission(env.db, env.context, env.agent.id)
     if not decision.allowed:
         return refusal(decision)
@@ -46,15 +47,17 @@ def _create_cron(env: ToolEnv, schedule: str, message: str) -> str:
         with env.db.transaction() as tx:
             job = cron.create_cron_job(tx, Scope(env.agent.tenant_id), env.agent.id, created_by=owner,
                                        schedule=schedule, user_id_scope=memory_scope(env.context) or "",
-                                       payload={"message": message})
+                                       payload={"message": message}, timezone=timezone,
+                                       origin_channel=env.channel, origin_conversation=env.conversation)
     except InvalidInputError as error:
         raise ToolError(f"create_cron: {error}") from None
-    return f"scheduled {job.id} ({job.schedule}) for {owner}"
+    return f"scheduled {job.id} ({job.schedule}, next run {job.next_run_at or 'none'}) for {owner}"
 
 
 async def create_cron(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
     schedule, message = text(arguments, "schedule"), text(arguments, "message")
-    return await asyncio.to_thread(_create_cron, env, schedule, message)
+    timezone = arguments.get("timezone", DEFAULT_TIMEZONE)
+    return await asyncio.to_thread(_create_cron, env, schedule, message, str(timezone))
 
 
 def _publish_skill(env: ToolEnv, name: str, content: str) -> str:
@@ -93,9 +96,10 @@ async def search_memory(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
 
 CREATE_CRON: Final = Tool(ToolSpec("create_cron", "Schedule this agent to run a message on a cron schedule, in this "
                                    "chat. In a group chat the sender needs the cron (or file_writer) grant.",
-                                   parameters({"schedule": string("a cron expression, e.g. '0 9 * * 1'",
-                                                                  max_length=200),
-                                               "message": string("what the agent is told at each run")},
+                                   parameters({"schedule": string(f"the schedule: {GRAMMAR}", max_length=200),
+                                               "message": string("what the agent is told at each run"),
+                                               "timezone": string("the IANA time zone a cron expression is read "
+                                                                  "in (default UTC)", max_length=64)},
                                               ("schedule", "message"))), create_cron)
 PUBLISH_SKILL: Final = Tool(ToolSpec("publish_skill", "Publish a named skill of the organization, owned by the "
                                      "sender. In a group chat the sender needs the context_file (or file_writer) "
