@@ -14,6 +14,13 @@ delete): what ``use_after_free`` and ``ensure_resource_availability`` need.  ``u
 ``missing_required_header`` and ``allow_header_conformance`` act on the cases of Schemathesis's coverage
 phase, which ``make fuzz`` runs; here every method a path does not declare is tried directly instead.
 
+Both engines from one generation: generating the cases is most of the time and depends on the document alone
+(derandomized, a fixed seed per operation), never on the engine behind the app, so each case is generated
+once and sent to the SQLite app and to the PostgreSQL app (:class:`Engines`), each its own copy; a failure
+names its engine, and one engine failing never keeps the other from being tried.  The stateful run and the 405
+table stay one run per engine: a stateful step is built from the responses before it (the IDs an engine gave
+out, which statuses let a link be followed), so the other engine's steps are not a replay of this one's.
+
 Deterministic: the hypothesis profile of ``tests/conftest.py`` derandomizes generation and each operation has
 its own fixed seed, so a failure here is the same failure on the next run with the same code.  Bounded: a few
 cases per operation and mode (:data:`MAX_EXAMPLES`).  In-process through ASGI (no network); Schemathesis's own
@@ -24,6 +31,7 @@ exploration against a live server is ``make fuzz``.
 from __future__ import annotations
 
 import base64
+import copy
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -39,6 +47,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis.errors import Unsatisfiable
 from hypothesis.stateful import run_state_machine_as_test
 from schemathesis import GenerationMode, checks
+from schemathesis.core import NOT_SET
 from schemathesis.core.failures import FailureGroup
 from starlette.testclient import TestClient
 
@@ -80,6 +89,7 @@ class Organization:
 
 @dataclass
 class Api:
+    engine: str
     app: Any
     schema: Any
     a: Organization
@@ -98,12 +108,11 @@ def _organization(db: Database, slug: str) -> Organization:
                                                                             agent.id})
 
 
-@pytest.fixture
-def api(db: Database, tmp_path: Path) -> Api:
+def _api(db: Database, workspaces: Path) -> Api:
     a, b = _organization(db, "acme"), _organization(db, "globex")
     # A credentials key, as every server database needs one to store bot tokens (SQLite would make its own).
     configuration = load_settings({"credentials_key": base64.b64encode(b"k" * 32).decode()})
-    app = create_app(db, signing_secret=b"s" * 32, settings=configuration, workspace_root=tmp_path / "workspaces")
+    app = create_app(db, signing_secret=b"s" * 32, settings=configuration, workspace_root=workspaces)
     # An agent's model may be set to any server (PUT /v1/agents/{agent}/model) and then called (its check, a
     # message): every URL reaches a fake OpenAI-compatible or Anthropic server, never the network.
     app.state.gateway.runtime.providers.clients = MockOpenAI().clients()
@@ -114,7 +123,94 @@ def api(db: Database, tmp_path: Path) -> Api:
     # header is not generated (a generated one would be replaced, and a negative case built by leaving it out
     # would be sent with it).  ``ignored_auth`` still tries every operation without and with a wrong key.
     schema.config.generation.update(deterministic=True, database="none", with_security_parameters=False)
-    return Api(app, schema, a, b)
+    return Api(db.engine.dialect.name, app, schema, a, b)
+
+
+@pytest.fixture
+def api(db: Database, tmp_path: Path) -> Api:
+    """The app on one engine (the test runs once per engine)."""
+    return _api(db, tmp_path / "workspaces")
+
+
+@dataclass
+class Engines:
+    """The app on every engine at once, for the tests that generate each case once and send it to each.
+
+    Generation depends on the document alone (derandomized, each operation its own seed), never on the
+    engine behind it, and it is most of these tests' time: generating once and sending every case to both
+    apps tests exactly what one run per engine would, for half the generation."""
+
+    apis: list[Api]
+    #: Why PostgreSQL is not among :attr:`apis` (no server outside CI), or ``None``.
+    missing: str | None
+
+    def operations(self) -> Iterator[list[tuple[Api, Any]]]:
+        """Each operation of the document, as every engine's schema has it (the first one generates)."""
+        for same in zip(*(_operations(api.schema) for api in self.apis), strict=True):
+            assert len({_label(operation) for operation in same}) == 1, [_label(operation) for operation in same]
+            yield list(zip(self.apis, same, strict=True))
+
+    def finish(self) -> None:
+        """After the SQLite half passed: say that the PostgreSQL half did not run, and why."""
+        if self.missing is not None:
+            pytest.skip(f"passed on SQLite, not run on PostgreSQL: {self.missing}")
+
+
+@pytest.fixture
+def engines(request: pytest.FixtureRequest, sqlite_db: Database, tmp_path: Path) -> Engines:
+    apis = [_api(sqlite_db, tmp_path / "sqlite-workspaces")]
+    missing = None
+    try:
+        pg_db: Database = request.getfixturevalue("pg_db")  # under CI=true a missing server fails here
+    except pytest.skip.Exception as skipped:
+        missing = skipped.msg
+    else:
+        apis.append(_api(pg_db, tmp_path / "postgresql-workspaces"))
+    documents = [api.schema.raw_schema for api in apis]
+    assert all(document == documents[0] for document in documents), "the engines' OpenAPI documents differ"
+    return Engines(apis, missing)
+
+
+class EngineFailures(Exception):
+    """What one generated case broke, on each engine it broke on (each line names the engine)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of ``value`` that keeps Schemathesis's "no body" marker itself (it is compared by identity)."""
+    return copy.deepcopy(value, {id(NOT_SET): NOT_SET})
+
+
+def _twin(case: schemathesis.Case, operation: Any) -> schemathesis.Case:
+    """The same request as ``case``, for ``operation`` (the same operation of another engine's schema): the
+    same parameters, body and media type, and the same generation metadata (positive or negative, and where),
+    which ``negative_data_rejection`` and ``positive_data_acceptance`` read.  Copies, so what one engine's
+    call does to its case never reaches the next engine's."""
+    return operation.Case(path_parameters=_copy(case.path_parameters), headers=_copy(dict(case.headers)),
+                          cookies=_copy(case.cookies), query=_copy(case.query), body=_copy(case.body),
+                          media_type=case.media_type, multipart_content_types=_copy(case.multipart_content_types),
+                          _meta=_copy(case._meta))
+
+
+def _on_every_engine(same: list[tuple[Api, Any]],
+                     call: Callable[[Api, schemathesis.Case], None]) -> Callable[[schemathesis.Case], None]:
+    """``call`` for one generated case on every engine, each with its own copy; every engine is tried even
+    when an earlier one fails, and the failures name their engine."""
+
+    def each(case: schemathesis.Case) -> None:
+        lines = []
+        for api, operation in same:
+            try:
+                call(api, _twin(case, operation))
+            except (Exception, FailureGroup) as error:
+                lines.append(_describe(f"{api.engine}: {_label(operation)}", error))
+        if lines:
+            raise EngineFailures(lines)
+
+    return each
 
 
 def _operations(schema: Any) -> Iterator[Any]:
@@ -154,6 +250,8 @@ def _run(operation: Any, strategy: Any, examples: int, call: Callable[[schemathe
         exercise()
     except Unsatisfiable:
         raise
+    except EngineFailures as error:
+        return error.lines
     except (Exception, FailureGroup) as error:  # collect every operation's failures, then report them together
         return [_describe(_label(operation), error)]
     return []
@@ -161,21 +259,24 @@ def _run(operation: Any, strategy: Any, examples: int, call: Callable[[schemathe
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=["positive", "negative"])
-def test_every_response_keeps_the_contract_for_any_input(api: Api, mode: GenerationMode) -> None:
+def test_every_response_keeps_the_contract_for_any_input(engines: Engines, mode: GenerationMode) -> None:
     failures: list[str] = []
     operations = 0
-    for operation in _operations(api.schema):
+
+    def call(api: Api, case: schemathesis.Case) -> None:
+        case.call_and_validate(headers=api.a.headers, checks=CHECKS)
+
+    for same in engines.operations():
         operations += 1
-
-        def call(case: schemathesis.Case) -> None:
-            case.call_and_validate(headers=api.a.headers, checks=CHECKS)
-
+        operation = same[0][1]
         try:
-            failures += _run(operation, operation.as_strategy(generation_mode=mode), MAX_EXAMPLES, call)
+            failures += _run(operation, operation.as_strategy(generation_mode=mode), MAX_EXAMPLES,
+                             _on_every_engine(same, call))
         except Unsatisfiable:  # nothing to make invalid (no parameters, no body): only the positive mode applies
             assert mode is GenerationMode.NEGATIVE, operation.path
     assert operations >= 70  # every operation of the API was exercised
     _report(failures)
+    engines.finish()
 
 
 _ID_TEXT = re.compile(r"^[a-z]+(?:-[a-z]+)*-[a-z]+-[a-z]+-[0-9a-hjkmnp-tv-z]{12}$")
@@ -205,18 +306,20 @@ def _error_code(response: Any) -> str | None:
     return error.get("code") if isinstance(error, dict) else None
 
 
-def _harvest(api: Api) -> None:
+def _harvest(engines: Engines) -> None:
     """Organization B's own generated creations, so A has more of B's objects to ask for than B's agent."""
-    for operation in _operations(api.schema):
+    for same in engines.operations():
+        operation = same[0][1]
         if operation.method.upper() != "POST":
             continue
 
-        def create(case: schemathesis.Case) -> None:
+        def create(api: Api, case: schemathesis.Case) -> None:
             response = case.call(headers=api.b.headers)
             if 200 <= response.status_code < 300:
                 api.b.ids.update(_ids_in(_json(response)))
 
-        _run(operation, operation.as_strategy(generation_mode=GenerationMode.POSITIVE), MAX_EXAMPLES, create)
+        _run(operation, operation.as_strategy(generation_mode=GenerationMode.POSITIVE), MAX_EXAMPLES,
+             _on_every_engine(same, create))
 
 
 def _path_schema(operation: Any, name: str) -> dict[str, Any]:
@@ -233,13 +336,39 @@ def _missing_like(value: str) -> str:
     return format_id(value.rsplit("-", 3)[0], random=source.randbytes)
 
 
-def _one_per_entity(values: Iterator[str]) -> list[str]:
-    """The first ID of each entity among ``values``: what an operation finds depends on the entity, not on
-    which of B's objects of that entity is named."""
+def _entity(value: str) -> str:
+    return value.rsplit("-", 3)[0]
+
+
+def _one_per_entity(values: Iterator[str]) -> dict[str, str]:
+    """The first ID of each entity among ``values``, by entity: what an operation finds depends on the entity,
+    not on which of B's objects of that entity is named."""
     first: dict[str, str] = {}
     for value in values:
-        first.setdefault(value.rsplit("-", 3)[0], value)
-    return list(first.values())
+        first.setdefault(_entity(value), value)
+    return first
+
+
+def _answers_as_for_nothing(name: str, values: dict[str, str]) -> Callable[[Api, schemathesis.Case], None]:
+    """A call that names, in A's request, B's object ``values[engine]`` as the path parameter ``name``, then
+    an ID of the same entity naming nothing, and requires the two answers to be the same."""
+
+    def call(api: Api, case: schemathesis.Case) -> None:
+        value = values[api.engine]
+        case.path_parameters = {**case.path_parameters, name: value}
+        response = case.call(headers=api.a.headers)
+        case.validate_response(response, checks=[checks.not_a_server_error, checks.status_code_conformance,
+                                                 checks.response_schema_conformance])
+        case.path_parameters = {**case.path_parameters, name: _missing_like(value)}
+        missing = case.call(headers=api.a.headers)
+        case.path_parameters = {**case.path_parameters, name: value}
+        theirs_error, missing_error = _error_code(response), _error_code(missing)
+        assert (response.status_code, theirs_error) == (missing.status_code, missing_error), (
+            f"organization B's {name} {value} answers {response.status_code} {theirs_error} to "
+            f"organization A where an ID naming nothing answers {missing.status_code} {missing_error}: "
+            f"{case.method} {case.formatted_path}")
+
+    return call
 
 
 #: Operations whose path value is not one organization's object: the ID explainer describes any ID.
@@ -247,41 +376,37 @@ NOT_TENANT_OBJECTS = {"GET /v1/ids/{value}"}
 
 
 @pytest.mark.slow
-def test_another_organizations_objects_are_not_found(api: Api) -> None:
+def test_another_organizations_objects_are_not_found(engines: Engines) -> None:
     """Organization A naming one of B's objects in a path gets exactly what it gets for an ID that names
-    nothing: the same status and error, so a response tells nothing about another organization's objects."""
-    _harvest(api)
-    theirs = sorted(api.b.ids)
+    nothing: the same status and error, so a response tells nothing about another organization's objects.
+
+    Each engine names its own B's objects (their IDs differ); the rest of the request is generated once per
+    entity and sent to each engine that has an object of that entity."""
+    _harvest(engines)
     failures: list[str] = []
-    tried = 0
-    for operation in _operations(api.schema):
+    tried = {api.engine: 0 for api in engines.apis}
+    for same in engines.operations():
+        operation = same[0][1]
         if _label(operation) in NOT_TENANT_OBJECTS:
             continue
         for parameter in operation.path_parameters:
-            validator = _validator(api.schema.raw_schema, _path_schema(operation, parameter.name))
-            for value in _one_per_entity(value for value in theirs if validator.is_valid(value)):
-                tried += 1
+            validator = _validator(operation.schema.raw_schema, _path_schema(operation, parameter.name))
+            theirs = {api.engine: _one_per_entity(value for value in sorted(api.b.ids) if validator.is_valid(value))
+                      for api in engines.apis}
+            for entity in sorted(set().union(*theirs.values())):
+                named = [(api, twin) for api, twin in same if entity in theirs[api.engine]]
+                for api, _ in named:
+                    tried[api.engine] += 1
+                first = theirs[named[0][0].engine][entity]
                 strategy = operation.as_strategy(generation_mode=GenerationMode.POSITIVE,
-                                                 path_parameters={parameter.name: value})
+                                                 path_parameters={parameter.name: first})
 
-                def call(case: schemathesis.Case, name: str = parameter.name, value: str = value) -> None:
-                    response = case.call(headers=api.a.headers)
-                    case.validate_response(response, checks=[checks.not_a_server_error,
-                                                             checks.status_code_conformance,
-                                                             checks.response_schema_conformance])
-                    assert case.path_parameters is not None
-                    case.path_parameters = {**case.path_parameters, name: _missing_like(value)}
-                    missing = case.call(headers=api.a.headers)
-                    case.path_parameters = {**case.path_parameters, name: value}
-                    theirs_error, missing_error = _error_code(response), _error_code(missing)
-                    assert (response.status_code, theirs_error) == (missing.status_code, missing_error), (
-                        f"organization B's {name} {value} answers {response.status_code} {theirs_error} to "
-                        f"organization A where an ID naming nothing answers {missing.status_code} {missing_error}: "
-                        f"{case.method} {case.formatted_path}")
-
-                failures += _run(operation, strategy, CROSS_TENANT_EXAMPLES, call)
-    assert tried >= 30  # B's agent alone fits every /v1/agents/{agent}/... path
+                failures += _run(operation, strategy, CROSS_TENANT_EXAMPLES, _on_every_engine(
+                    named, _answers_as_for_nothing(parameter.name, {api.engine: theirs[api.engine][entity]
+                                                                    for api, _ in named})))
+    assert all(count >= 30 for count in tried.values()), tried  # B's agent alone fits every /v1/agents/{agent}/...
     _report(failures)
+    engines.finish()
 
 
 HTTP_METHODS = ("GET", "PUT", "POST", "DELETE", "PATCH")
