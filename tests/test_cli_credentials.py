@@ -75,7 +75,7 @@ def test_the_model_is_set_shown_and_checked(db: Database, db_url: str, acme: Ten
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     fake = MockOpenAI(reply="ok")
     # The command's providers, with the credentials key it found, reach the fake server whatever the URL.
-    monkeypatch.setattr(providers, "Providers", lambda cipher=None: Providers(
+    monkeypatch.setattr(providers, "Providers", lambda cipher=None, policy=None: Providers(
         cipher=cipher, clients=fake.clients(), policy=CallPolicy(attempts=1)))
     where = ["--org", "acme", "--database-url", db_url]
     model = ["agents", "model", "set", "bot", "--provider", "openai", "--model", "gpt-test"]
