@@ -25,7 +25,7 @@ from agentfy.ids import format_id, is_id
 from agentfy.runtime.events import AgentEvent
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Database
-from agentfy.store.repos import agents, api_keys
+from agentfy.store.repos import agents, api_keys, audit
 from tests.helpers.tenants import Tenant
 
 TEAM_ID = "team-calm-rivers-k8m4p2d7n9x3"
@@ -386,8 +386,31 @@ def test_jsonrpc_member_and_missing_params_are_fine(client: TestClient, acme: Te
 def subscribed(rpc: Rpc, slug: str) -> Rpc:
     assert rpc.result("subscribe") == {"subscribed": True, "tenant_slug": slug, "events": [
         "agent.created", "agent.updated", "agent.renamed", "agent.deleted",
-        "agent.run.started", "agent.tool.called", "agent.run.delta", "agent.replied", "agent.run.finished"]}
+        "agent.run.started", "agent.tool.called", "agent.run.delta", "agent.replied", "agent.run.finished",
+        "agent.cron.fired", "agent.cron.refused", "agent.handoff.started", "agent.handoff.refused"]}
     return rpc
+
+
+def test_a_cron_fire_reaches_its_tenant_s_subscribers_by_agent_key_and_is_audited(
+        db: Database, client: TestClient, acme: Tenant, globex: Tenant) -> None:
+    with connect(client, acme.headers()) as a, connect(client, globex.headers()) as b:
+        subscribed(a, "acme")
+        subscribed(b, "globex")
+        for tenant in (acme, globex):  # the same agent key in both: only acme's job fires
+            assert client.post("/v1/agents", json={"agent_key": "bot"}, headers=tenant.headers()).status_code == 201
+        job = client.post("/v1/agents/bot/cron-jobs", json={"schedule": "@daily", "payload": {"message": "hi"}},
+                          headers=acme.headers()).json()
+        fired = client.post(f"/v1/cron-jobs/{job['id']}/run", headers=acme.headers()).json()
+        assert fired["outcome"] == "ok", fired
+        told = [e for e in a.sync(client, acme.headers()) if e["event"] == "agent.cron.fired"]
+        assert told == [{"event": "agent.cron.fired",
+                         "agent": {"id": job["agent_id"], "agent_key": "bot", "tenant_slug": "acme"},
+                         "run": {"job_id": job["id"], "due_at": fired["due_at"], "outcome": "ok"}}]
+        assert not [e for e in b.sync(client, globex.headers()) if e["event"].startswith("agent.cron")]
+        with db.transaction(write=False) as tx:
+            (entry,) = audit.list_audit(tx, acme.scope, action="cron.fired")
+            assert audit.list_audit(tx, globex.scope, action="cron.fired") == []
+        assert (entry.target_id, entry.actor_id) == (job["id"], job["created_by"])
 
 
 def test_agent_events_reach_the_same_tenant_only(client: TestClient, acme: Tenant, globex: Tenant) -> None:

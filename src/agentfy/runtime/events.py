@@ -44,7 +44,16 @@ RUN_FINISHED: Final = "agent.run.finished"
 #: A piece of the reply as the model streams it (``run.text``).  It carries conversation text, so it reaches
 #: only subscribers who may read the run's conversation: the event's ``scope_user_id`` says whose it is.
 RUN_DELTA: Final = "agent.run.delta"
-RUN_EVENTS: Final = (RUN_STARTED, TOOL_CALLED, RUN_DELTA, REPLIED, RUN_FINISHED)
+#: Work started without a person's message to the agent, or refused (:mod:`agentfy.runtime.activity`): a cron
+#: job's fire (``run``: ``job_id``, ``due_at``, ``outcome`` ``ok``/``failed``) or its refusal (``job_id``,
+#: ``due_at``), a hand-off to another run (``tool``, ``task_id``, ``target``: the target's agent key) or its
+#: refusal (``tool``).  Identifiers and outcomes only: the reasons are in the audit log.
+CRON_FIRED: Final = "agent.cron.fired"
+CRON_REFUSED: Final = "agent.cron.refused"
+HANDOFF_STARTED: Final = "agent.handoff.started"
+HANDOFF_REFUSED: Final = "agent.handoff.refused"
+WORK_EVENTS: Final = (CRON_FIRED, CRON_REFUSED, HANDOFF_STARTED, HANDOFF_REFUSED)
+RUN_EVENTS: Final = (RUN_STARTED, TOOL_CALLED, RUN_DELTA, REPLIED, RUN_FINISHED, *WORK_EVENTS)
 
 #: One event as a WebSocket message (JSON).
 Message = dict[str, Any]

@@ -46,6 +46,7 @@ from agentfy.agents.telemetry import agent_span
 from agentfy.identity import Scope, parse_id
 from agentfy.identity.context import RequestContext, bind, use
 from agentfy.permissions.channels import system_context
+from agentfy.permissions.ownership import audit_actor
 from agentfy.permissions.propagation import (
     InboundMessage,
     context_for_run,
@@ -56,8 +57,11 @@ from agentfy.permissions.propagation import (
     subagent_announce,
     teammate_dispatch,
 )
-from agentfy.runtime import conversation, prompting, usage
+from agentfy.runtime import activity, conversation, prompting, usage
+from agentfy.runtime.activity import Happened
 from agentfy.runtime.events import (
+    HANDOFF_REFUSED,
+    HANDOFF_STARTED,
     REPLIED,
     RUN_DELTA,
     RUN_FINISHED,
@@ -325,6 +329,7 @@ class Runtime:
                                      role=origin.role if person is not None else None)
         work = Inbound(env.agent.tenant_id, env.agent.agent_key, sub_context, "subagent", f"subagent:{task_id}", task,
                        depth=env.depth + 1)
+        self._started(env, "spawn_subagent", task_id, env.agent)
         self._spawn(self._task_then_announce(env, work, self._start_handoff(env, task_id, work),
                                              lambda content: subagent_announce(
                                                  origin, task_id=task_id, content=content, channel=env.channel),
@@ -341,6 +346,7 @@ class Runtime:
                                                                    channel="delegate"), target)
         work = Inbound(target.tenant_id, target.agent_key, target_context, "delegate", f"delegate:{task_id}", task,
                        depth=env.depth + 1)
+        self._started(env, "delegate", task_id, target)
         self._spawn(self._task_then_announce(env, work, self._start_handoff(env, task_id, work),
                                              lambda content: delegate_announce(
                                                  origin, task_id=task_id, content=content, channel=env.channel),
@@ -360,7 +366,25 @@ class Runtime:
         posted = Inbound(env.agent.tenant_id, env.agent.agent_key, context, session.channel, session.conversation,
                          text, depth=env.depth + 1)
         task_id = secrets.token_hex(6)
+        self._started(env, "session_send", task_id, env.agent, target_id=session.session_key)
         self._spawn(self._post_then_deliver(posted, self._start_handoff(env, task_id, posted), task_id))
+
+    def refused(self, env: ToolEnv, tool: str, reason: str) -> None:
+        """Record that a hand-off tool refused (the model is told ``reason`` by the toolbox): an
+        ``agent.handoff.refused`` event and an audit entry with the ACTOR and the reason."""
+        self._note(Happened(HANDOFF_REFUSED, env.agent, audit_actor(env.context), None, shown={"tool": tool},
+                            kept={"reason": reason}))
+
+    def _started(self, env: ToolEnv, tool: str, task_id: str, target: Agent, *, target_id: str | None = None) -> None:
+        """Record a hand-off ``env``'s agent starts (an ``agent.handoff.started`` event of that agent, an audit
+        entry whose actor is the person it acts for and whose target is the target agent, or the session)."""
+        self._note(Happened(HANDOFF_STARTED, env.agent, audit_actor(env.context), target_id or target.id,
+                            shown={"tool": tool, "task_id": task_id, "target": target.agent_key},
+                            kept={"depth": str(env.depth + 1)}))
+
+    def _note(self, happened: Happened) -> None:
+        """Record ``happened`` in the background (a worker thread; :meth:`wait_idle` waits for it)."""
+        self._spawn(asyncio.to_thread(activity.record, self.db, self.events, happened))
 
     async def _post_then_deliver(self, posted: Inbound, working: asyncio.Task[Reply], task_id: str) -> None:
         reply = await self._handoff_result(working, task_id)

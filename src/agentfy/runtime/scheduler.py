@@ -20,7 +20,9 @@ run's ACTOR is the creator and its SCOPE the job's ``user_id``.  The creator's r
 :func:`creator_standing`): a revoked grant, a creator no longer a member, or a revoked API key ends the run
 ``denied`` with the reason.  The prompt is the job's :meth:`~agentfy.store.repos.cron.CronJob.prompt`; the run speaks in
 the conversation the job was created from (its own, ``cron:<jobID>``, otherwise), and the runtime's
-``outbound`` delivers the reply to that chat (Telegram; see :mod:`agentfy.channels.outbound`).
+``outbound`` delivers the reply to that chat (Telegram; see :mod:`agentfy.channels.outbound`).  Every fire and
+every refusal is an audit entry whose actor is the creator, written with the run's end, and an
+``agent.cron.fired`` / ``agent.cron.refused`` event of the job's agent (:mod:`agentfy.runtime.activity`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from agentfy.identity import Scope
 from agentfy.ids import is_id
 from agentfy.permissions.policy import check_cron_permission
 from agentfy.permissions.propagation import context_for_run, run_request_from_inbound, ticker_fire
+from agentfy.runtime import activity
+from agentfy.runtime.activity import Happened
+from agentfy.runtime.events import CRON_FIRED, CRON_REFUSED
 from agentfy.runtime.inbound import Inbound
 from agentfy.runtime.model import ModelError
 from agentfy.runtime.providers import ModelConfigError
@@ -83,11 +88,20 @@ class Firing:
         except Exception as failure:  # never into the loop: the run records it
             logger.exception("scheduler.fire_failed", extra={"job_id": claim.job.id, "tenant_id": claim.job.tenant_id})
             outcome, error, session_key = "failed", _error_text(failure), None
-        return await asyncio.to_thread(self._end, claim.run, outcome, error, session_key)
+        return await asyncio.to_thread(self._end, claim, outcome, error, session_key)
 
-    def _end(self, run: CronRun, outcome: str, error: str | None, session_key: str | None) -> CronRun:
+    def _end(self, claim: Claim, outcome: str, error: str | None, session_key: str | None) -> CronRun:
+        """End the run and, in the same transaction, its audit entry (the creator as the actor); then the
+        ``agent.cron.fired``/``agent.cron.refused`` event of the job's agent."""
+        happened: Happened | None = None
         with self.db.transaction() as tx:
-            return cron.end_run(tx, run, outcome=outcome, error=error, session_key=session_key, at=self.clock())
+            ended = cron.end_run(tx, claim.run, outcome=outcome, error=error, session_key=session_key,
+                                 at=self.clock())
+            happened = _happened(tx, claim, ended)
+            slug = None if happened is None else activity.write(tx, happened)
+        if happened is not None and slug is not None:
+            activity.announce(self.runtime.events, happened, slug)
+        return ended
 
     async def _fire(self, claim: Claim) -> tuple[str, str | None, str | None]:
         job = claim.job
@@ -119,6 +133,21 @@ class Firing:
         if not decision.allowed:
             return f"{decision.code.value}: {decision.reason}"
         return Inbound(job.tenant_id, agent.agent_key, context, channel, job.conversation(), message.content)
+
+
+def _happened(tx: Tx, claim: Claim, ended: CronRun) -> Happened | None:
+    """The fire or refusal to record; ``None`` when the job's agent is gone (nothing to tell it by)."""
+    job = claim.job
+    try:
+        agent = agents.get_agent(tx, Scope(job.tenant_id), job.agent_id)
+    except NotFoundError:
+        return None
+    shown = {"job_id": job.id, "due_at": ended.due_at}
+    kept = {"cause": ended.cause, **({"error": ended.error} if ended.error else {}),
+            **({"session_key": ended.session_key} if ended.session_key else {})}
+    if ended.outcome == "denied":
+        return Happened(CRON_REFUSED, agent, job.created_by, job.id, shown=shown, kept=kept)
+    return Happened(CRON_FIRED, agent, job.created_by, job.id, shown={**shown, "outcome": ended.outcome}, kept=kept)
 
 
 def creator_standing(tx: Tx, scope: Scope, creator: str, *, at: str) -> tuple[str | None, str | None]:

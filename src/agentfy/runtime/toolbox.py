@@ -3,8 +3,8 @@
 One table (:data:`TOOLS`): the model is told about exactly these, and a call to any other name is answered
 with the list of names, never run.  :func:`run_tool` turns a :class:`~agentfy.runtime.tools.ToolError` into the
 tool's answer (the model can correct itself), and so is a call whose arguments do not fit the tool's schema
-(a wrong type is a message naming the argument and the expected type, not a crash); any other exception is a
-bug and propagates.
+(a wrong type is a message naming the argument and the expected type, not a crash); a refused hand-off tool
+(``Tool.hands_off``) is also recorded by the runtime; any other exception is a bug and propagates.
 """
 
 from __future__ import annotations
@@ -34,4 +34,6 @@ async def run_tool(env: ToolEnv, call: ToolCall, tools: MappingProxyType[str, To
         check_arguments(tool.spec, call.arguments)
         return await tool.run(env, call.arguments)
     except ToolError as error:
+        if tool.hands_off:
+            env.delegation.refused(env, call.name, str(error))
         return f"error: {error}"

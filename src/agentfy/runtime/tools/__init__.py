@@ -44,6 +44,9 @@ class Delegation(Protocol):
 
     def send_to_session(self, env: ToolEnv, session: Session, text: str) -> None: ...
 
+    def refused(self, env: ToolEnv, tool: str, reason: str) -> None:
+        """A hand-off tool refused the call (the model is told why): recorded for the tenant and its admins."""
+
 
 @dataclass(frozen=True, slots=True)
 class ToolEnv:
@@ -72,6 +75,9 @@ class Tool:
 
     spec: ToolSpec
     run: ToolFunction
+    #: A tool that hands work to another run: its refusals are recorded (``Delegation.refused``), not only
+    #: told to the model.
+    hands_off: bool = False
 
 
 # -- schemas: the few JSON-schema shapes the tools use, and the check of a call against them ------------------

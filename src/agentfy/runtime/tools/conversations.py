@@ -69,4 +69,4 @@ SESSION_SEND: Final = Tool(ToolSpec("session_send", "Post a message into another
                                     parameters({"session": string("the session key, from sessions_list",
                                                                   max_length=200),
                                                 "text": string("what to post", max_length=TEXT_MAX_LENGTH)},
-                                               ("session", "text"))), session_send)
+                                               ("session", "text"))), session_send, hands_off=True)

@@ -9,7 +9,8 @@ so their grants — and only theirs — apply.  A delegate is another agent of t
 its ``agent_key`` (or ID), that this agent may reach: a ``delegate`` link from this agent to it, or a team
 both are on (:func:`agentfy.store.repos.links.delegation_route`); it can never be another organization's.
 How deep hand-offs may nest and how many of one agent may run at once are the runtime's limits
-(``runtime.max_delegation_depth``, ``runtime.max_delegations_per_agent``): a refusal is told to the model.
+(``runtime.max_delegation_depth``, ``runtime.max_delegations_per_agent``): a refusal is told to the model,
+and, like every hand-off started, recorded as a run event and an audit entry (:mod:`agentfy.runtime.activity`).
 ``cancel_task`` stops a hand-off this conversation started that is still running.
 """
 
@@ -73,12 +74,12 @@ SPAWN_SUBAGENT: Final = Tool(ToolSpec("spawn_subagent", "Run a task in a subagen
                                       "and announce its result in this chat.",
                                       parameters({"task": string("what the subagent is told",
                                                                  max_length=TASK_MAX_LENGTH)}, ("task",))),
-                             spawn_subagent)
+                             spawn_subagent, hands_off=True)
 DELEGATE: Final = Tool(ToolSpec("delegate", "Hand a task to a teammate agent of this organization and announce its "
                                 "result in this chat.",
                                 parameters({"agent": string("the teammate's agent_key", max_length=100),
                                             "task": string("what the teammate is told", max_length=TASK_MAX_LENGTH)},
-                                           ("agent", "task"))), delegate)
+                                           ("agent", "task"))), delegate, hands_off=True)
 CANCEL_TASK: Final = Tool(ToolSpec("cancel_task", "Stop a subagent or delegated task this chat started that is still "
                                    "running.",
                                    parameters({"task_id": string("the task's ID, as spawn_subagent or delegate "
