@@ -6,6 +6,11 @@ prefix holds across turns), its **ID** below it, with the time and the session. 
 provides ``instructions`` (text) and ``context_files`` (names of files in the agent's ``context/`` directory
 of its workspace, read on every turn; missing ones are skipped).
 
+The organization's skills are listed in the prefix too — each skill's name and a one-line description, in
+name order, so the prefix stays byte-identical until a skill is published, changed or deleted — and the
+model loads a skill's body with the ``read_skill`` tool when a task calls for it (bodies can be long; only
+the list is paid for on every turn).  At most :data:`SKILLS_IN_PROMPT` are listed.
+
 The history is the session's messages since the latest compaction, replayed as the chat-completions API
 expects them, so on a later turn the model still knows what it did: user messages, assistant messages (with
 their ``tool_calls``), each tool result (with its ``tool_call_id``) right after the assistant message that
@@ -28,9 +33,14 @@ from agentfy.agents.workspace import InvalidSegmentError, WorkspaceEscapeError, 
 from agentfy.runtime.model import ChatMessage, ToolCall
 from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.sessions import SessionMessage
+from agentfy.store.repos.skills import Skill
 
 CONTEXT_DIRECTORY: Final = "context"
 CONTEXT_FILE_MAX_BYTES: Final = 100_000
+#: Skills named in the prompt; an organization with more lists the first by name (``read_skill`` reads any).
+SKILLS_IN_PROMPT: Final = 100
+#: The longest description a skill shows in the prompt (longer ones are cut at a word, with an ellipsis).
+SKILL_DESCRIPTION_MAX_LENGTH: Final = 200
 
 
 def _text(value: Any) -> str:
@@ -55,11 +65,43 @@ def context_files(agent: Agent, workspace_root: Path, tenant_slug: str) -> list[
     return found
 
 
+def skill_description(content: str) -> str:
+    """A skill's one-line description: the ``description:`` line of a leading front-matter block (``---``
+    lines, as in a ``SKILL.md``), else its first line with text (a heading's ``#`` dropped), at most
+    :data:`SKILL_DESCRIPTION_MAX_LENGTH` characters on one line."""
+    lines = content.replace(CACHE_BOUNDARY_MARKER, "").splitlines()
+    found = ""
+    if lines and lines[0].strip() == "---":
+        for number, line in enumerate(lines[1:], start=1):
+            if line.strip() == "---":
+                lines = lines[number + 1:]
+                break
+            key, _, value = line.partition(":")
+            if key.strip().lower() == "description" and value.strip():
+                found = value.strip().strip("\"'")
+    if not found:
+        found = next((line.strip().lstrip("#").strip() for line in lines if line.strip().lstrip("#").strip()), "")
+    found = " ".join(found.split())
+    if len(found) > SKILL_DESCRIPTION_MAX_LENGTH:
+        found = found[:SKILL_DESCRIPTION_MAX_LENGTH - 1].rsplit(" ", 1)[0] + "…"
+    return found
+
+
+def skills_section(skills: Sequence[Skill]) -> str:
+    """The prompt's list of skills (empty when there are none), in the order given (by name)."""
+    if not skills:
+        return ""
+    listed = [f"- {skill.name}: {skill_description(skill.content) or '(no description)'}" for skill in skills]
+    return ("## Skills\nThe organization's skills; when a task calls for one, load its instructions with the "
+            "read_skill tool before you act.\n" + "\n".join(listed))
+
+
 def system_prompt(agent: Agent, tenant_slug: str, workspace_root: Path, session_key: str, *,
-                  now: datetime | None = None) -> str:
-    """The turn's system prompt (key above the boundary, ID below)."""
+                  skills: Sequence[Skill] = (), now: datetime | None = None) -> str:
+    """The turn's system prompt (key, instructions, context files and skills above the boundary, ID below)."""
     parts = [_text(agent.config.get("instructions")).replace(CACHE_BOUNDARY_MARKER, "")]
     parts += [f"## {name}\n{text}" for name, text in context_files(agent, workspace_root, tenant_slug)]
+    parts.append(skills_section(skills))
     config = SystemPromptConfig.for_agent(agent, tenant_slug, instructions="\n\n".join(p for p in parts if p))
     turn = TurnContext(now=now or datetime.now(UTC), session_key=session_key)
     return render_system_prompt(config, turn_context=turn)

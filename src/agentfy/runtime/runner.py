@@ -88,9 +88,10 @@ from agentfy.runtime.settings import DEFAULT_RUNTIME_SETTINGS, RuntimeSettings
 from agentfy.runtime.toolbox import TOOLS, run_tool
 from agentfy.runtime.tools import ToolEnv, ToolError
 from agentfy.store.db import Database, Tx
-from agentfy.store.repos import orgs, sessions
+from agentfy.store.repos import orgs, sessions, skills
 from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.sessions import MESSAGE_MAX_LENGTH, Session
+from agentfy.store.repos.skills import Skill
 
 logger: Final = logging.getLogger("agentfy.runtime")
 
@@ -108,6 +109,8 @@ class _Turn:
     settings: ModelSettings
     tenant_slug: str
     messages: list[ChatMessage] = field(default_factory=list)
+    #: The organization's skills the prompt lists (read once per turn: the prefix stays the same all turn).
+    skills: tuple[Skill, ...] = ()
 
 
 class Runtime:
@@ -217,7 +220,8 @@ class Runtime:
                                                   channel=inbound.channel, conversation=inbound.conversation)
             provider = self.providers.for_agent(tx, scope, agent, settings)
             history = conversation.history(tx, scope, session.session_key)
-            prompt = prompting.system_prompt(agent, slug, self.workspace_root, session.session_key)
+            listed = tuple(skills.list_skills(tx, scope, limit=prompting.SKILLS_IN_PROMPT))
+            prompt = prompting.system_prompt(agent, slug, self.workspace_root, session.session_key, skills=listed)
             shown = [*prompting.model_history(history), ChatMessage("user", text)]
             flushing = len(history) > 1 and (estimate_tokens(prompt, shown)
                                              > settings.context_window * self.settings.flush_ratio)
@@ -229,7 +233,7 @@ class Runtime:
                 history = conversation.history(tx, scope, session.session_key)
             shown = [*prompting.model_history(history), ChatMessage("user", text)]
             self._store(agent, session.session_key, "user", text, context.actor_id)
-        return _Turn(session, provider, settings, slug, shown)
+        return _Turn(session, provider, settings, slug, shown, listed)
 
     def _slug(self, tx: Tx, scope: Scope) -> str:
         """The tenant's slug (for the prompt, paths and events), cached: a slug never changes."""
@@ -252,7 +256,8 @@ class Runtime:
                        on_text=on_text)
         used: Usage | None = None
         for _ in range(self.settings.max_tool_rounds + 1):
-            prompt = prompting.system_prompt(agent, turn.tenant_slug, self.workspace_root, turn.session.session_key)
+            prompt = prompting.system_prompt(agent, turn.tenant_slug, self.workspace_root, turn.session.session_key,
+                                             skills=turn.skills)
             response = await turn.provider.complete(ModelRequest(prompt, list(messages), specs, agent.agent_key),
                                                     on_text=shown.piece)
             if response.usage is not None:

@@ -18,9 +18,10 @@ from agentfy.runtime.tools.conversations import SESSION_SEND, SESSIONS_LIST
 from agentfy.runtime.tools.delegation import CANCEL_TASK, DELEGATE, SPAWN_SUBAGENT
 from agentfy.runtime.tools.files import READ_FILE, WRITE_FILE
 from agentfy.runtime.tools.records import CREATE_CRON, PUBLISH_SKILL, SEARCH_MEMORY
+from agentfy.runtime.tools.skills import READ_SKILL
 
 TOOLS: Final = MappingProxyType({tool.spec.name: tool for tool in (
-    READ_FILE, WRITE_FILE, CREATE_CRON, PUBLISH_SKILL, SEARCH_MEMORY, SPAWN_SUBAGENT, DELEGATE,
+    READ_FILE, WRITE_FILE, CREATE_CRON, PUBLISH_SKILL, READ_SKILL, SEARCH_MEMORY, SPAWN_SUBAGENT, DELEGATE,
     CANCEL_TASK, SESSIONS_LIST, SESSION_SEND)})
 
 
