@@ -17,12 +17,13 @@ from agentfy.runtime.tools import Tool, ToolEnv, ToolError, check_arguments
 from agentfy.runtime.tools.conversations import SESSION_SEND, SESSIONS_LIST
 from agentfy.runtime.tools.delegation import CANCEL_TASK, DELEGATE, SPAWN_SUBAGENT
 from agentfy.runtime.tools.files import READ_FILE, WRITE_FILE
+from agentfy.runtime.tools.memory import REMEMBER, SEARCH_KNOWLEDGE
 from agentfy.runtime.tools.records import CREATE_CRON, PUBLISH_SKILL, SEARCH_MEMORY
 from agentfy.runtime.tools.skills import READ_SKILL
 
 TOOLS: Final = MappingProxyType({tool.spec.name: tool for tool in (
-    READ_FILE, WRITE_FILE, CREATE_CRON, PUBLISH_SKILL, READ_SKILL, SEARCH_MEMORY, SPAWN_SUBAGENT, DELEGATE,
-    CANCEL_TASK, SESSIONS_LIST, SESSION_SEND)})
+    READ_FILE, WRITE_FILE, CREATE_CRON, PUBLISH_SKILL, READ_SKILL, SEARCH_MEMORY, REMEMBER, SEARCH_KNOWLEDGE,
+    SPAWN_SUBAGENT, DELEGATE, CANCEL_TASK, SESSIONS_LIST, SESSION_SEND)})
 
 
 async def run_tool(env: ToolEnv, call: ToolCall, tools: MappingProxyType[str, Tool] = TOOLS) -> str:

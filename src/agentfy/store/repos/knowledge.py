@@ -44,7 +44,7 @@ NAME_MAX_LENGTH: Final = 1000
 TYPE_MAX_LENGTH: Final = 100
 RELATION_MAX_LENGTH: Final = 200
 
-_ENTITY_COLUMNS: Final = (kg_entities.c.id, kg_entities.c.tenant_id, kg_entities.c.agent_id, kg_entities.c.user_id,
+ENTITY_COLUMNS: Final = (kg_entities.c.id, kg_entities.c.tenant_id, kg_entities.c.agent_id, kg_entities.c.user_id,
                           kg_entities.c.name, kg_entities.c.entity_type, kg_entities.c.properties,
                           kg_entities.c.created_at)
 _RELATION_COLUMNS: Final = (kg_relations.c.id, kg_relations.c.tenant_id, kg_relations.c.agent_id,
@@ -61,13 +61,13 @@ _ENTITY_AGENTS: Final = Sql(lambda d: sa.select(kg_entities.c.id, kg_entities.c.
     _ENTITY_IN_TENANT, kg_entities.c.id.in_(json_values("ids", d))))
 _ENTITY_ORDER: Final = (kg_entities.c.name, kg_entities.c.id)
 _ENTITY_OF_AGENT: Final = kg_entities.c.agent_id == sa.bindparam("agent_id")
-ENTITY_PAGES: Final[Keyset[KgEntity]] = Keyset(sa.select(*_ENTITY_COLUMNS).where(_ENTITY_IN_TENANT, _ENTITY_OF_AGENT),
+ENTITY_PAGES: Final[Keyset[KgEntity]] = Keyset(sa.select(*ENTITY_COLUMNS).where(_ENTITY_IN_TENANT, _ENTITY_OF_AGENT),
                                                  _ENTITY_ORDER, lambda e: (e.name, e.id))
 SCOPE_ENTITY_PAGES: Final[Keyset[KgEntity]] = Keyset(
-    sa.select(*_ENTITY_COLUMNS).where(_ENTITY_IN_TENANT, _ENTITY_OF_AGENT,
+    sa.select(*ENTITY_COLUMNS).where(_ENTITY_IN_TENANT, _ENTITY_OF_AGENT,
                                       kg_entities.c.user_id == sa.bindparam("user_id")),
     _ENTITY_ORDER, lambda e: (e.name, e.id))
-_ENTITY_BY_ID: Final = sa.select(*_ENTITY_COLUMNS).where(_ENTITY_IN_TENANT, kg_entities.c.id == sa.bindparam("id"))
+_ENTITY_BY_ID: Final = sa.select(*ENTITY_COLUMNS).where(_ENTITY_IN_TENANT, kg_entities.c.id == sa.bindparam("id"))
 _RELATION_ORDER: Final = (kg_relations.c.created_at, kg_relations.c.id)
 _RELATION_OF_AGENT: Final = kg_relations.c.agent_id == sa.bindparam("agent_id")
 _IN_SCOPE: Final = sa.select(kg_entities.c.id).where(_ENTITY_IN_TENANT,
@@ -176,7 +176,8 @@ class MergeResult:
     entities_deleted: int
 
 
-def _entity(row: tuple[Any, ...]) -> KgEntity:
+def entity_of(row: tuple[Any, ...]) -> KgEntity:
+    """The entity a row of :data:`ENTITY_COLUMNS` holds (for other modules' queries of the same columns)."""
     return KgEntity(KgEntityId(row[0]), OrgId(row[1]), AgentId(row[2]), row[3], row[4], row[5], load_json(row[6]),
                     row[7])
 
@@ -311,7 +312,7 @@ def get_entity(tx: Tx, scope: Scope, entity_id: str) -> KgEntity:
     row = tx.one(_ENTITY_BY_ID, {"tenant_id": scope.tenant_id, "id": entity_id})
     if row is None:
         raise NotFoundError("kg entity", entity_id)
-    return _entity(row)
+    return entity_of(row)
 
 
 def list_entities(tx: Tx, scope: Scope, agent_id: str, *, user_id: str | None = None,
@@ -321,8 +322,8 @@ def list_entities(tx: Tx, scope: Scope, agent_id: str, *, user_id: str | None = 
     agent = require_agent(tx, scope, agent_id)
     params = {"tenant_id": scope.tenant_id, "agent_id": agent}
     if user_id is None:
-        return ENTITY_PAGES.fetch(tx, params, _entity, after=after, limit=limit)
-    return SCOPE_ENTITY_PAGES.fetch(tx, {**params, "user_id": user_id}, _entity, after=after, limit=limit)
+        return ENTITY_PAGES.fetch(tx, params, entity_of, after=after, limit=limit)
+    return SCOPE_ENTITY_PAGES.fetch(tx, {**params, "user_id": user_id}, entity_of, after=after, limit=limit)
 
 
 def list_relations(tx: Tx, scope: Scope, agent_id: str, *, user_id: str | None = None,
