@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -33,6 +34,8 @@ from agentfy.settings import Settings
 from agentfy.store.db import Database
 
 if TYPE_CHECKING:
+    from agentfy.events.handlers import AnyHandler
+    from agentfy.runtime.memory_models import ModelCalls
     from agentfy.runtime.scheduler import Scheduler
 
 
@@ -72,7 +75,7 @@ def worker(
                                               concurrency=concurrency, retention_days=retention_days))
     bus = settings.events
     db = open_database(database_url, settings=settings)
-    pipeline = handlers(settings=settings.consolidation, bus=bus)
+    calls, pipeline = _pipeline(db, settings)
     err.print(f"worker x{1 if once else bus.concurrency} on {db.display_url}: {', '.join(sorted(pipeline))} "
               f"(lease {bus.lease_seconds:g} s, batch {bus.batch_size}, "
               f"{bus.max_attempts} attempts)", highlight=False, soft_wrap=True)
@@ -94,7 +97,22 @@ def worker(
             thread.stop()
         if scheduler is not None and isinstance(scheduler.fire, Firing):
             scheduler.fire.runtime.close()
+        calls.close()
         db.dispose()
+
+
+def _pipeline(db: Database, settings: Settings) -> tuple[ModelCalls, Mapping[str, AnyHandler]]:
+    """The consolidation handlers, their summariser and extractor on each agent's own model when it has one
+    (through providers of their own, on an event loop of their own: :mod:`agentfy.runtime.memory_models`)."""
+    from agentfy.keys import credentials_cipher  # noqa: PLC0415 - start-up time, as below
+    from agentfy.runtime.memory_models import AgentModels, ModelCalls, ModelExtractor, ModelSummariser  # noqa: PLC0415
+    from agentfy.runtime.providers import Providers  # noqa: PLC0415
+
+    cipher = credentials_cipher(settings, db.url, create=False, required=False)
+    calls = ModelCalls(Providers(cipher=cipher, policy=settings.runtime.call_policy()))
+    models = AgentModels(db, calls)
+    return calls, handlers(settings=settings.consolidation, bus=settings.events, summariser=ModelSummariser(models),
+                           extractor=ModelExtractor(models))
 
 
 def _scheduler(db: Database, settings: Settings) -> Scheduler:

@@ -39,6 +39,7 @@ from agentfy.gateway.routes.mount import register
 from agentfy.gateway.rpc.broadcast import broadcaster_for
 from agentfy.gateway.warm_reads import WarmAgentReads
 from agentfy.keys import credentials_cipher
+from agentfy.runtime.memory_models import AgentModels, ModelCalls, ModelExtractor, ModelSummariser
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
 from agentfy.runtime.scheduler import Firing, Scheduler
@@ -69,9 +70,23 @@ def _runtime(gateway: GatewayState, settings: Settings, workspace_root: Path | N
 
 
 def _start_workers(gateway: GatewayState, settings: Settings) -> None:
-    pipeline = handlers(settings=settings.consolidation, bus=settings.events)
+    """The event workers; their summariser and extractor use each agent's own model when it has one."""
+    cipher = credentials_cipher(settings, gateway.db.url, create=True, required=False)
+    gateway.model_calls = ModelCalls(Providers(cipher=cipher, policy=settings.runtime.call_policy()))
+    models = AgentModels(gateway.db, gateway.model_calls)
+    pipeline = handlers(settings=settings.consolidation, bus=settings.events, summariser=ModelSummariser(models),
+                        extractor=ModelExtractor(models))
     gateway.worker_threads.extend(start_workers(gateway.db, pipeline, stop=gateway.stop_workers,
                                                 settings=settings.events))
+
+
+def _stop_workers(gateway: GatewayState) -> None:
+    """Stop the event workers (what they finished is written), then their model calls' loop."""
+    gateway.stop_workers.set()
+    for thread in gateway.worker_threads:
+        thread.join(timeout=5)
+    if gateway.model_calls is not None:
+        gateway.model_calls.close()
 
 
 @asynccontextmanager
@@ -140,9 +155,7 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
         if gateway.runtime is not None:
             await gateway.runtime.providers.aclose()  # the model SDK's connections
             await run_in_threadpool(gateway.runtime.close)
-        gateway.stop_workers.set()
-        for thread in gateway.worker_threads:
-            thread.join(timeout=5)
+        await run_in_threadpool(_stop_workers, gateway)
         db.changes.stop_listening()
 
     app = FastAPI(title="agentfy", version=__version__, lifespan=lifespan,

@@ -30,6 +30,7 @@ from agentfy.store.db import Database
 from agentfy.store.repos.agents import Agent
 
 if TYPE_CHECKING:
+    from agentfy.runtime.memory_models import ModelCalls
     from agentfy.runtime.runner import Runtime
 
 
@@ -56,6 +57,9 @@ class GatewayState:
     #: The agent runtime the chat routes and channels call (:mod:`agentfy.runtime.runner`); set by
     #: :func:`agentfy.gateway.app.create_app`.
     runtime: Runtime | None = None
+    #: The event loop and providers of the consolidation workers' model calls (:mod:`agentfy.runtime.memory_models`),
+    #: while the workers run; closed after them.
+    model_calls: ModelCalls | None = None
 
     def __post_init__(self) -> None:
         self.tenant_slugs = TenantSlugs(self)

@@ -52,7 +52,7 @@ class TokenCounters:
 
 
 def record(db: Database, agent: Agent, *, provider: str, model: str, usage: Usage, run_id: str,
-           session_key: str) -> bool:
+           session_key: str | None) -> bool:
     """Store one call's usage for ``agent`` (its tenant and ID); ``False`` (and a log line) when the write
     failed — the caller's run goes on."""
     row = telemetry.UsageRecord(model=model, input_tokens=usage.prompt_tokens,

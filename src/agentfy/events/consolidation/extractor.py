@@ -77,6 +77,14 @@ class Extractor(Protocol):
     def extract(self, text: str) -> Extraction: ...
 
 
+@runtime_checkable
+class AgentExtractor(Extractor, Protocol):
+    """An extractor that needs to know whose summary it reads (to use that agent's own model): the semantic
+    worker calls :meth:`extract_for` with the summary's tenant and agent, :meth:`extract` never."""
+
+    def extract_for(self, tenant_id: str, agent_id: str, text: str) -> Extraction: ...
+
+
 def _base(word: str) -> str:
     return _APOSTROPHE.split(word, maxsplit=1)[0]
 

@@ -25,7 +25,12 @@ from dataclasses import dataclass
 from typing import Final
 
 from agentfy.events.consolidation.envelope import Route, payload_id, payload_text, route
-from agentfy.events.consolidation.extractor import CapitalisedPhraseExtractor, Extraction, Extractor
+from agentfy.events.consolidation.extractor import (
+    AgentExtractor,
+    CapitalisedPhraseExtractor,
+    Extraction,
+    Extractor,
+)
 from agentfy.events.consolidation.settings import DEFAULT_CONSOLIDATION_SETTINGS, ConsolidationSettings
 from agentfy.events.event import ENTITY_UPSERTED, DomainEvent
 from agentfy.events.handlers import run_staged
@@ -81,7 +86,11 @@ class SemanticWorker:
         return SummaryInputs(target, summary_id, text, done)
 
     def compute(self, inputs: SummaryInputs) -> Extraction | None:
-        return None if inputs.ingested else self.extractor.extract(inputs.text)
+        if inputs.ingested:
+            return None
+        if isinstance(self.extractor, AgentExtractor):
+            return self.extractor.extract_for(inputs.target.scope.tenant_id, inputs.target.agent_id, inputs.text)
+        return self.extractor.extract(inputs.text)
 
     def write(self, tx: Tx, scope: Scope, event: DomainEvent, inputs: SummaryInputs,
               extraction: Extraction | None) -> IngestResult | None:
