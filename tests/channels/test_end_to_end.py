@@ -6,115 +6,28 @@ share nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
-
-import httpx
 import pytest
-import sqlalchemy as sa
-from fastapi.testclient import TestClient
 
-from agentfy.channels.settings import ChannelSettings, TelegramSettings
-from agentfy.channels.state import ChannelState
 from agentfy.events.consolidation import handlers
 from agentfy.events.worker import Worker
 from agentfy.identity import parse_agent_key
 from agentfy.identity.roles import ROLES
 from agentfy.permissions.channels import telegram_context
 from agentfy.runtime.inbound import Inbound
-from agentfy.store import schema
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, audit, cron, memory, permissions, sessions, teams
-from agentfy.store.repos.credentials import CredentialCipher
-from tests.channels.helpers import TELEGRAM_API, FakePlatforms
+from tests.channels.helpers import ALICE, BOB, GROUP_CHAT, SCOPE, Live, agent_id_of, messages_of, sessions_of
 from tests.helpers.tenants import Tenant, make_tenant
-
-GROUP_CHAT = -1001234567890
-SCOPE = f"group:telegram:{GROUP_CHAT}"
-ALICE, BOB = 1001, 1002
-
-
-class Live:
-    def __init__(self, client: TestClient, platforms: FakePlatforms, workspace: Path) -> None:
-        self.client, self.platforms, self.workspace = client, platforms, workspace
-
-    def bind(self, tenant: Tenant, bot: str, secret: str) -> None:
-        body = {"bot_username": f"@{bot}", "bot_token": "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
-                "secret_token": secret}
-        answer = self.client.put("/v1/agents/support/channels/telegram", json=body, headers=tenant.headers("admin"))
-        assert answer.status_code == 201, answer.text
-
-    def post(self, bot: str, secret: str, text: str, *, sender: int = ALICE, chat: int = GROUP_CHAT,
-             chat_type: str = "supergroup") -> None:
-        """Post an update (in a group: as a reply to the bot, so it is addressed, as message 42); returns once
-        the webhook and its turn (the reply's delivery included) are done."""
-        body: dict[str, Any] = {"message_id": 42, "chat": {"id": chat, "type": chat_type}, "text": text,
-                                "from": {"id": sender, "is_bot": False, "first_name": "Ada"}}
-        if chat_type != "private":
-            body["reply_to_message"] = {"message_id": 41, "from": {"id": 555, "is_bot": True, "username": bot}}
-        answer = self.client.post(f"/v1/channels/telegram/{bot}/webhook", json={"update_id": 7, "message": body},
-                                  headers={"X-Telegram-Bot-Api-Secret-Token": secret})
-        assert answer.status_code == 200, answer.text
-
-    def say(self, bot: str, secret: str, text: str, *, sender: int = ALICE, chat: int = GROUP_CHAT,
-            chat_type: str = "supergroup") -> str:
-        """Post an update and return the agent's reply as the fake Bot API received it: the one message sent
-        meanwhile (for turns that start no background task, which could send messages of its own)."""
-        before = len(self.platforms.requests)
-        self.post(bot, secret, text, sender=sender, chat=chat, chat_type=chat_type)
-        shown = self.platforms.shown(before)  # the reply streams in: one message, edited as it grows
-        assert len(shown) == 1, self.platforms.requests[before:]
-        assert shown[0]["chat_id"] == chat
-        return str(shown[0]["text"])
-
-    def files(self) -> dict[str, str]:
-        return {str(p.relative_to(self.workspace)): p.read_text() for p in sorted(self.workspace.rglob("*"))
-                if p.is_file()}
-
-
-@pytest.fixture
-def live(db: Database, tmp_path: Path) -> Iterator[Live]:
-    from agentfy.gateway.app import create_app
-
-    workspace = tmp_path / "workspaces"
-    app = create_app(db, signing_secret=b"s" * 32, workspace_root=workspace)
-    platforms = FakePlatforms()
-    state: ChannelState = app.state.channels
-    state.transport = httpx.MockTransport(platforms.handle)
-    state.settings = ChannelSettings(telegram=TelegramSettings(api_base=TELEGRAM_API))
-    state.cipher_override = CredentialCipher(CredentialCipher.generate_key())
-    with TestClient(app) as client:
-        yield Live(client, platforms, workspace)
 
 
 @pytest.fixture
 def acme(db: Database) -> Tenant:
-    tenant = make_tenant(db, "acme", keys=ROLES)
-    with db.transaction() as tx:
-        agents.create_agent(tx, tenant.scope, agent_key="support")
-    return tenant
+    return make_tenant(db, "acme", keys=ROLES, agent_key="support")
 
 
 @pytest.fixture
 def globex(db: Database) -> Tenant:
-    tenant = make_tenant(db, "globex", keys=ROLES)
-    with db.transaction() as tx:
-        agents.create_agent(tx, tenant.scope, agent_key="support")  # the same key, another tenant
-    return tenant
-
-
-def _sessions(db: Database, tenant: Tenant) -> list[tuple[str, str, str]]:
-    """``(session_key, user_id SCOPE, agent_id)`` of the tenant's sessions."""
-    with db.transaction(write=False) as tx:
-        rows = tx.all(sa.select(schema.sessions.c.session_key, schema.sessions.c.user_id, schema.sessions.c.agent_id)
-                      .where(schema.sessions.c.tenant_id == tenant.scope.tenant_id))
-    return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
-
-
-def _agent_id(db: Database, tenant: Tenant) -> str:
-    with db.transaction(write=False) as tx:
-        return agents.resolve_agent(tx, tenant.scope, "support").id
+    return make_tenant(db, "globex", keys=ROLES, agent_key="support")  # the same key, another tenant
 
 
 def test_a_group_write_needs_the_senders_grant_and_lands_in_the_groups_workspace(
@@ -124,7 +37,7 @@ def test_a_group_write_needs_the_senders_grant_and_lands_in_the_groups_workspace
     assert refused.startswith("write_file: denied (no_grant)") and f"sender ID {ALICE}" in refused
     assert live.files() == {}  # nothing written
     with db.transaction() as tx:
-        permissions.grant(tx, acme.scope, _agent_id(db, acme), chat_scope=SCOPE, config_type="file_writer",
+        permissions.grant(tx, acme.scope, agent_id_of(db, acme), chat_scope=SCOPE, config_type="file_writer",
                           sender_id=str(ALICE), allow=True, granted_by="admin")
     written = live.say("SupportBot", "acme-secret-0123456789-abcdefgh", "/tool write_file path=plan.txt content=go")
     assert written == f"write_file: wrote plan.txt (2 bytes) for {ALICE}"
@@ -142,7 +55,7 @@ def test_a_dm_is_the_senders_own_scope(db: Database, live: Live, acme: Tenant) -
     live.bind(acme, "SupportBot", "acme-secret-0123456789-abcdefgh")
     reply = live.say("SupportBot", "acme-secret-0123456789-abcdefgh", "hello", chat=ALICE, chat_type="private")
     assert reply == "@support heard: hello"
-    (session,) = _sessions(db, acme)
+    (session,) = sessions_of(db, acme)
     assert session[1] == str(ALICE)  # the DM's SCOPE is the sender
 
 
@@ -152,7 +65,7 @@ def test_two_tenants_with_the_same_agent_key_and_chat_share_nothing(db: Database
     live.bind(globex, "GlobexHelpBot", "globex-secret-0123456789-abcdefg")
     for tenant in (acme, globex):
         with db.transaction() as tx:
-            permissions.grant(tx, tenant.scope, _agent_id(db, tenant), chat_scope=SCOPE, config_type="file_writer",
+            permissions.grant(tx, tenant.scope, agent_id_of(db, tenant), chat_scope=SCOPE, config_type="file_writer",
                               sender_id=str(ALICE), allow=True, granted_by="admin")
     live.say("AcmeHelpBot", "acme-secret-0123456789-abcdefgh", "/tool write_file path=secret.txt content=acme")
     live.say("GlobexHelpBot", "globex-secret-0123456789-abcdefg", "/tool write_file path=secret.txt content=globex")
@@ -161,8 +74,8 @@ def test_two_tenants_with_the_same_agent_key_and_chat_share_nothing(db: Database
         f"tenants/globex/agents/support/scopes/group%3atelegram%3a{GROUP_CHAT}/secret%2etxt": "globex"}
     read = live.say("GlobexHelpBot", "globex-secret-0123456789-abcdefg", "/tool read_file path=secret.txt")
     assert read == "read_file: globex"
-    (acme_session,), (globex_session,) = _sessions(db, acme), _sessions(db, globex)
-    assert acme_session[2] == _agent_id(db, acme) and globex_session[2] == _agent_id(db, globex)
+    (acme_session,), (globex_session,) = sessions_of(db, acme), sessions_of(db, globex)
+    assert acme_session[2] == agent_id_of(db, acme) and globex_session[2] == agent_id_of(db, globex)
     assert acme_session[1] == globex_session[1] == SCOPE  # the same chat, each in its own tenant
     with db.transaction(write=False) as tx:
         texts = [m.content for m in sessions.list_messages(tx, globex.scope, globex_session[0])]
@@ -172,7 +85,7 @@ def test_two_tenants_with_the_same_agent_key_and_chat_share_nothing(db: Database
 def test_a_completed_conversation_becomes_episodic_memory(db: Database, live: Live, acme: Tenant) -> None:
     live.bind(acme, "SupportBot", "acme-secret-0123456789-abcdefgh")
     live.say("SupportBot", "acme-secret-0123456789-abcdefgh", "we launch on Friday", chat=ALICE, chat_type="private")
-    runtime = live.client.app.state.gateway.runtime  # type: ignore[attr-defined]
+    runtime = live.runtime
     # the conversation the channel opened: the same tenant, agent key, SCOPE/ACTOR and conversation name
     inbound = Inbound(acme.scope.tenant_id, parse_agent_key("support"),
                       telegram_context(ALICE, ALICE, is_group=False, tenant_id=acme.scope.tenant_id,
@@ -184,20 +97,8 @@ def test_a_completed_conversation_becomes_episodic_memory(db: Database, live: Li
     while worker.run_once():
         pass
     with db.transaction(write=False) as tx:
-        summaries = memory.list_unpromoted_summaries(tx, acme.scope, _agent_id(db, acme), str(ALICE))
+        summaries = memory.list_unpromoted_summaries(tx, acme.scope, agent_id_of(db, acme), str(ALICE))
     assert [s.session_key for s in summaries] == [completed.session_key]
-
-
-def _wait_idle(live: Live) -> None:
-    runtime = live.client.app.state.gateway.runtime  # type: ignore[attr-defined]
-    live.client.portal.call(runtime.wait_idle)  # type: ignore[union-attr]
-
-
-def _messages(db: Database, tenant: Tenant) -> list[tuple[str, str | None, str]]:
-    """The messages of every session of the tenant (the chat's, the subagent's, the teammate's)."""
-    with db.transaction(write=False) as tx:
-        return [(m.role, m.sender_id, m.content) for key, _, _ in _sessions(db, tenant)
-                for m in sessions.list_messages(tx, tenant.scope, key)]
 
 
 def test_a_subagent_and_a_delegate_act_for_the_original_sender_and_announce_to_the_chat(
@@ -206,9 +107,9 @@ def test_a_subagent_and_a_delegate_act_for_the_original_sender_and_announce_to_t
     with db.transaction() as tx:
         helper = agents.create_agent(tx, acme.scope, agent_key="helper")
         # teammates: support leads a team helper is on, so support may delegate to it
-        team = teams.create_team(tx, acme.scope, name="support desk", lead_agent_id=_agent_id(db, acme))
+        team = teams.create_team(tx, acme.scope, name="support desk", lead_agent_id=agent_id_of(db, acme))
         teams.add_member(tx, acme.scope, team.id, helper.id)
-        for agent_id in (_agent_id(db, acme), helper.id):
+        for agent_id in (agent_id_of(db, acme), helper.id):
             permissions.grant(tx, acme.scope, agent_id, chat_scope=SCOPE, config_type="file_writer",
                               sender_id=str(ALICE), allow=True, granted_by="admin")
     before = len(live.platforms.requests)
@@ -224,7 +125,7 @@ def test_a_subagent_and_a_delegate_act_for_the_original_sender_and_announce_to_t
         assert [body["text"] for body in live.platforms.shown(start)
                 if body.get("reply_parameters", {}).get("message_id") == 42
                 and body["text"].startswith(replied)], live.platforms.requests[start:]
-        _wait_idle(live)
+        live.wait_idle()
     # both wrote with Alice's grant, each in its own agent's workspace of the group
     assert set(live.files()) == {
         f"tenants/acme/agents/support/scopes/group%3atelegram%3a{GROUP_CHAT}/sub%2etxt",
@@ -233,7 +134,7 @@ def test_a_subagent_and_a_delegate_act_for_the_original_sender_and_announce_to_t
         writers = {entry.actor_id for entry in audit.list_audit(tx, acme.scope, action="workspace.file.written")}
     assert writers == {str(ALICE)}
     # the announcements came back into the conversation as Alice's (not the subagent's, not the group's) ...
-    announced = [m for m in _messages(db, acme) if m[0] == "user" and m[2].startswith("write_file: wrote")]
+    announced = [m for m in messages_of(db, acme) if m[0] == "user" and m[2].startswith("write_file: wrote")]
     assert [(role, sender) for role, sender, _ in announced] == [("user", str(ALICE)), ("user", str(ALICE))]
     # ... and the agent's answers to them reached the group's chat, beside the turns' own replies (in no set
     # order: an announcement's turn does not wait for the reply of the turn that started the task to be sent)
@@ -248,7 +149,7 @@ def test_a_cron_job_made_in_the_group_runs_as_its_creator_and_answers_in_that_ch
         db: Database, live: Live, acme: Tenant) -> None:
     live.bind(acme, "SupportBot", "acme-secret-0123456789-abcdefgh")
     with db.transaction() as tx:
-        permissions.grant(tx, acme.scope, _agent_id(db, acme), chat_scope=SCOPE, config_type="cron",
+        permissions.grant(tx, acme.scope, agent_id_of(db, acme), chat_scope=SCOPE, config_type="cron",
                           sender_id=str(ALICE), allow=True, granted_by="admin")
     made = live.say("SupportBot", "acme-secret-0123456789-abcdefgh",
                     "/tool create_cron schedule='every 1h' message='daily report'")
@@ -261,5 +162,5 @@ def test_a_cron_job_made_in_the_group_runs_as_its_creator_and_answers_in_that_ch
     assert run["outcome"] == "ok", run
     (sent,) = live.platforms.shown(before)  # a new message in the group, not a reply to anyone
     assert sent["chat_id"] == GROUP_CHAT and sent["text"] == "@support heard: daily report"
-    said = [m for m in _messages(db, acme) if m[2] == "daily report"]
+    said = [m for m in messages_of(db, acme) if m[2] == "daily report"]
     assert [(role, sender) for role, sender, _ in said] == [("user", str(ALICE))]  # the creator, not the ticker
