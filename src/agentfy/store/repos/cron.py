@@ -9,7 +9,9 @@ expected, and nothing is written), and ``next_run_at`` is computed then.  The pr
 without one is sent as its JSON text.  Deleting the agent deletes its jobs, and a job's runs with it.
 
 :func:`claim_due` is the scheduler's one cross-tenant read: it takes every tenant's due jobs, and each claim
-carries its job's tenant, which every later step is scoped by.
+carries its job's tenant, which every later step is scoped by.  Its housekeeping (:func:`fail_stale_runs`,
+:func:`prune_runs`) is the only other cross-tenant write: it reads no tenant's data, it only ends or deletes run
+records by age.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from agentfy.store.sql import insert_returning_id
 
 #: The longest prompt a job may carry (``payload.message``).
 MESSAGE_MAX_LENGTH: Final = 100_000
+#: The error of a run the stale-run sweep ended (:func:`fail_stale_runs`).
+STOPPED_RUN_ERROR: Final = "the process running it stopped"
 _IN_TENANT: Final = cron_jobs.c.tenant_id == sa.bindparam("tenant_id")
 _COLUMNS: Final = (cron_jobs.c.id, cron_jobs.c.tenant_id, cron_jobs.c.agent_id, cron_jobs.c.created_by,
                    cron_jobs.c.user_id, cron_jobs.c.schedule, cron_jobs.c.payload, cron_jobs.c.enabled,
@@ -87,6 +91,15 @@ RUN_PAGES: Final[Keyset[CronRun]] = Keyset(
                                    cron_runs.c.job_id == sa.bindparam("job_id")),
     (cron_runs.c.due_at,), lambda r: (r.due_at,))
 _DELETE: Final = sa.delete(cron_jobs).where(_IN_TENANT, cron_jobs.c.id == sa.bindparam("job_id"))
+#: Runs of every tenant still ``running`` that started before the cutoff (the stale-run sweep).
+_FAIL_STALE: Final = (sa.update(cron_runs).where(cron_runs.c.outcome == "running",
+                                                 cron_runs.c.started_at < sa.bindparam("cutoff"))
+                      .values(outcome="failed", ended_at=sa.bindparam("ended_at"), error=sa.bindparam("error")))
+#: Up to ``limit`` runs of every tenant that ended before the cutoff, by their key (a bounded delete: short locks).
+_PRUNE_RUNS: Final = sa.delete(cron_runs).where(sa.tuple_(cron_runs.c.job_id, cron_runs.c.due_at).in_(
+    sa.select(cron_runs.c.job_id, cron_runs.c.due_at)
+    .where(cron_runs.c.ended_at.is_not(None), cron_runs.c.ended_at < sa.bindparam("cutoff"))
+    .limit(sa.bindparam("limit", type_=sa.Integer))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,3 +395,21 @@ def list_cron_runs(tx: Tx, scope: Scope, job_id: str, *, after: Sequence[Any] | 
     """The runs of the tenant's job, oldest due first (all, or a page); another tenant's job has none."""
     job_id = parse_id(job_id, "cron-job", field="job_id")
     return RUN_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "job_id": job_id}, _run, after=after, limit=limit)
+
+
+def fail_stale_runs(tx: Tx, *, started_before: datetime, at: datetime) -> int:
+    """End every tenant's runs still ``running`` that started before ``started_before`` as ``failed``, with
+    :data:`STOPPED_RUN_ERROR` and ``at`` as their end; how many.  A run that long is taken for one whose process
+    died mid-run (the claim is at most once: it is not retried).  Should it end after all, :func:`end_run`
+    records its real outcome over this one."""
+    result = tx.execute(_FAIL_STALE, {"cutoff": utc_text(started_before), "ended_at": utc_text(at),
+                                      "error": STOPPED_RUN_ERROR})
+    return int(result.rowcount)
+
+
+def prune_runs(tx: Tx, *, ended_before: datetime, limit: int) -> int:
+    """Delete up to ``limit`` runs of any tenant that ended before ``ended_before``; how many (fewer than
+    ``limit``: none is left).  A ``running`` run is never deleted; the stale-run sweep ends it first."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit {limit!r} is not a batch size; expected a positive integer")
+    return int(tx.execute(_PRUNE_RUNS, {"cutoff": utc_text(ended_before), "limit": limit}).rowcount)
