@@ -298,17 +298,31 @@ def _short(text: str | None) -> str | None:
     return text if len(text) <= CRON_RUN_ERROR_MAX_LENGTH else text[:CRON_RUN_ERROR_MAX_LENGTH - 1] + "…"
 
 
+def _new_run(job: CronJob, *, due_at: str, cause: str, started_at: str, outcome: str = "running",
+             error: str | None = None) -> CronRun:
+    return CronRun(job.id, job.tenant_id, due_at, cause, started_at, started_at if outcome != "running" else None,
+                   outcome, _short(error), None)
+
+
+def _record_runs(tx: Tx, runs: Sequence[CronRun]) -> None:
+    """Write new runs in one round trip (a batch of statements); a slot already recorded is a
+    :class:`ConflictError` naming the job (the only one, or the first of the batch)."""
+    try:
+        tx.executemany(_INSERT_RUN, [{"job_id": run.job_id, "tenant_id": run.tenant_id, "due_at": run.due_at,
+                                      "cause": run.cause, "started_at": run.started_at, "ended_at": run.ended_at,
+                                      "outcome": run.outcome, "error": run.error, "session_key": None}
+                                     for run in runs])
+    except UniqueViolation:
+        first = runs[0]
+        which = f"cron job {first.job_id}" if len(runs) == 1 else f"one of {len(runs)} cron jobs ({first.job_id}, …)"
+        raise ConflictError(f"{which} already has a run due at {first.due_at if len(runs) == 1 else 'its due time'}",
+                            field="job_id", value=first.job_id) from None
+
+
 def _insert_run(tx: Tx, job: CronJob, *, due_at: str, cause: str, started_at: str, outcome: str = "running",
                 error: str | None = None) -> CronRun:
-    run = CronRun(job.id, job.tenant_id, due_at, cause, started_at, started_at if outcome != "running" else None,
-                  outcome, _short(error), None)
-    try:
-        tx.execute(_INSERT_RUN, {"job_id": run.job_id, "tenant_id": run.tenant_id, "due_at": run.due_at,
-                                 "cause": run.cause, "started_at": run.started_at, "ended_at": run.ended_at,
-                                 "outcome": run.outcome, "error": run.error, "session_key": None})
-    except UniqueViolation:
-        raise ConflictError(f"cron job {job.id} already has a run due at {due_at}", field="job_id",
-                            value=job.id) from None
+    run = _new_run(job, due_at=due_at, cause=cause, started_at=started_at, outcome=outcome, error=error)
+    _record_runs(tx, [run])
     return run
 
 
@@ -320,28 +334,37 @@ def claim_due(tx: Tx, at: datetime, *, limit: int) -> list[Claim]:
     disabled, and a ``running`` run is recorded for the slot it was due at.  Jobs whose next run was never
     computed (written before schedules were validated) are scheduled here from ``at``; one whose schedule does
     not parse is disabled with a ``skipped`` run saying why.  The claims to run are returned.
+
+    The advances and the runs of the batch are each written as one batch of statements (a round trip each on
+    PostgreSQL, not two per job): claiming is what bounds how many jobs a scheduler fires per second.
     """
     stamp = utc_text(at)
     for row in tx.all(_UNSCHEDULED, {"limit": limit}):
         _schedule_first(tx, _job(row), at)
     claims: list[Claim] = []
+    advances: list[dict[str, Any]] = []
+    runs: list[CronRun] = []
     for row in tx.all(_DUE, {"now": stamp, "limit": limit}):
         job = _job(row)
         assert job.next_run_at is not None
         try:
             following = job.parsed_schedule().next_run(from_utc_text(job.next_run_at), at)
         except ScheduleError as error:
-            tx.execute(_ADVANCE, {"job_id": job.id, "next_run_at": None, "last_run_at": job.last_run_at,
-                                  "enabled": False})
-            _insert_run(tx, job, due_at=job.next_run_at, cause="schedule", started_at=stamp, outcome="skipped",
-                        error=f"the job was disabled: {error}")
+            advances.append({"job_id": job.id, "next_run_at": None, "last_run_at": job.last_run_at,
+                             "enabled": False})
+            runs.append(_new_run(job, due_at=job.next_run_at, cause="schedule", started_at=stamp,
+                                 outcome="skipped", error=f"the job was disabled: {error}"))
             continue
         next_run_at = utc_text(following) if following is not None else None
-        tx.execute(_ADVANCE, {"job_id": job.id, "next_run_at": next_run_at, "last_run_at": job.next_run_at,
-                              "enabled": following is not None})
-        run = _insert_run(tx, job, due_at=job.next_run_at, cause="schedule", started_at=stamp)
+        advances.append({"job_id": job.id, "next_run_at": next_run_at, "last_run_at": job.next_run_at,
+                         "enabled": following is not None})
+        run = _new_run(job, due_at=job.next_run_at, cause="schedule", started_at=stamp)
+        runs.append(run)
         claims.append(Claim(replace(job, next_run_at=next_run_at, last_run_at=job.next_run_at,
                                     enabled=following is not None), run))
+    if runs:
+        tx.executemany(_ADVANCE, advances)
+        _record_runs(tx, runs)
     return claims
 
 
