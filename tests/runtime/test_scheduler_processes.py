@@ -1,6 +1,6 @@
 """Scale: two real ``agentfy serve`` processes on one PostgreSQL database fire 2,000 one-shot cron jobs.
 
-What it measures: the jobs' due times are spread evenly over :data:`SPREAD_SECONDS` (about 50 due a second),
+What it measures: the jobs' due times are spread evenly over :data:`SPREAD_SECONDS` (about 67 due a second),
 starting :data:`LEAD_SECONDS` after they are committed; both processes poll every
 :data:`POLL_SECONDS` (the ``scheduler.poll_seconds`` setting) and fire through the offline model.  Every job
 must fire exactly once — 2,000 ``cron_runs`` rows, one per job, each ``ok``, each in a session of its own —
@@ -34,8 +34,8 @@ from tests.helpers.tenants import Tenant, make_tenant
 pytestmark = [pytest.mark.slow, pytest.mark.scale]
 JOBS = 2000
 PROCESSES = 2
-SPREAD_SECONDS = 40.0
-LEAD_SECONDS = 6.0
+SPREAD_SECONDS = 30.0
+LEAD_SECONDS = 8.0
 POLL_SECONDS = 0.1
 P99_LATENESS_SECONDS = 2.0
 #: After the last due time, how long the runs may take to end before the test gives up.
