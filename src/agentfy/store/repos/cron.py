@@ -314,9 +314,11 @@ def _record_runs(tx: Tx, runs: Sequence[CronRun]) -> None:
                                      for run in runs])
     except UniqueViolation:
         first = runs[0]
-        which = f"cron job {first.job_id}" if len(runs) == 1 else f"one of {len(runs)} cron jobs ({first.job_id}, …)"
-        raise ConflictError(f"{which} already has a run due at {first.due_at if len(runs) == 1 else 'its due time'}",
-                            field="job_id", value=first.job_id) from None
+        if len(runs) == 1:
+            message = f"cron job {first.job_id} already has a run due at {first.due_at}"
+        else:
+            message = f"one of {len(runs)} cron jobs ({first.job_id}, …) already has a run for its due time"
+        raise ConflictError(message, field="job_id", value=first.job_id) from None
 
 
 def _insert_run(tx: Tx, job: CronJob, *, due_at: str, cause: str, started_at: str, outcome: str = "running",
