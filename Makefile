@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test test-fast lint typecheck pytest pytest-fast fuzz browser constraints bench bench-cutover bench-changefeed bench-instructions bench-openai-latency bench-openai-rate clean
+.PHONY: run test test-fast lint typecheck pytest pytest-fast fuzz browser constraints bench bench-cutover bench-changefeed bench-instructions bench-openai-latency bench-openai-rate bench-scheduler clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -108,6 +108,11 @@ bench-openai-latency: $(VENV)/.installed-dev
 
 bench-openai-rate: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.openai_rate
+
+# The cron scheduler's claiming (Scheduler.tick) vs a raw FOR UPDATE SKIP LOCKED claim-and-advance loop on
+# PostgreSQL (the server at $$AGENTFY_BENCH_PG_URL).
+bench-scheduler: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.scheduler
 
 # The ID cutover against plain UPDATE ... FROM statements on both engines: 100,000 organizations by default
 # (long: generation alone takes many minutes); `make bench-cutover ORGS=30000` for a smaller valid run,

@@ -1,5 +1,5 @@
 """Every setting of agentfy in one typed object: server, workers, event bus, consolidation, pool, caches,
-logging, telemetry, keys and limits.
+logging, telemetry, the runtime, the cron scheduler, keys and limits.
 
 Why one object: a setting read in five places drifts (two processes started differently disagree on a lease
 or a key), cannot be listed, and cannot be checked before anything starts.  Here each setting has one name,
@@ -48,6 +48,7 @@ from agentfy.channels.settings import API_TIMEOUT_SECONDS, ChannelSettings, Disc
 from agentfy.events.consolidation.settings import ConsolidationSettings
 from agentfy.events.settings import BusSettings
 from agentfy.logs import LogSettings
+from agentfy.runtime.scheduler_settings import SchedulerSettings
 from agentfy.runtime.settings import RuntimeSettings
 from agentfy.store.pool import PoolSettings
 from agentfy.tracing import TelemetrySettings
@@ -114,6 +115,7 @@ class Settings(BaseModel):
     log: LogSettings = LogSettings()
     telemetry: TelemetrySettings = TelemetrySettings()
     runtime: RuntimeSettings = RuntimeSettings()
+    scheduler: SchedulerSettings = SchedulerSettings()
 
     def channels(self) -> ChannelSettings:
         """The part of the settings the channels' webhooks are given."""

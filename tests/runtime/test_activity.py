@@ -17,8 +17,8 @@ from agentfy.runtime.inbound import Inbound
 from agentfy.runtime.runner import Runtime
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, audit, links, permissions
-from agentfy.store.repos.audit import AuditEntry
 from agentfy.store.repos.agents import Agent
+from agentfy.store.repos.audit import AuditEntry
 from tests.helpers.tenants import Tenant
 from tests.runtime.helpers import CollectedEvents, run
 from tests.runtime.test_scheduler import GROUP, T0, Clock, schedule, scheduler

@@ -18,8 +18,8 @@ from agentfy.events.worker import Worker
 from agentfy.runtime.memory_models import AgentModels, ModelCalls, ModelExtractor, ModelSummariser, parse_extraction
 from agentfy.runtime.model import Usage
 from agentfy.runtime.providers import Providers
-from agentfy.store.db import Database
 from agentfy.store import schema
+from agentfy.store.db import Database
 from agentfy.store.repos import credentials, knowledge, memory, sessions
 from agentfy.store.repos.credentials import CredentialCipher
 from tests.helpers.fake_openai import Completion, Failure, FakeOpenAI
@@ -104,7 +104,8 @@ def test_the_agent_s_model_writes_the_summary_and_the_graph_and_its_tokens_are_r
     assert sorted((e.name, e.entity_type) for e in entities) == [("Ada Lovelace", "person"),
                                                                   ("Analytical Engines", "company")]
     assert [r.relation for r in relations] == ["works_at"]  # the dangling one is dropped
-    assert sorted((provider, tokens, agent, run_id.split("-")[0], key) for provider, tokens, agent, run_id, key in used) == [("openai", 90, acme.bot.id, "semantic", None),
+    assert sorted((provider, tokens, agent, run_id.split("-")[0], key)
+                  for provider, tokens, agent, run_id, key in used) == [("openai", 90, acme.bot.id, "semantic", None),
                                      ("openai", 120, acme.bot.id, "episodic", session_key)]
 
 

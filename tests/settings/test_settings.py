@@ -7,11 +7,15 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
+from agentfy.gateway import app as gateway_app
 from agentfy.gateway.app import create_app
+from agentfy.runtime.scheduler import Scheduler
 from agentfy.settings import (
     RESOLVED_SETTINGS_ENV,
     Settings,
@@ -79,6 +83,15 @@ def test_the_config_file_is_found_through_the_environment(tmp_path: Path, monkey
     ("AGENTFY_RUNTIME_MODEL_ATTEMPTS", "0", r"runtime\.model_attempts '0': Input should be greater than or equal to 1"),
     ("AGENTFY_RUNTIME_MODEL_TIMEOUT_SECONDS", "0", r"runtime\.model_timeout_seconds '0': Input should be greater "
                                                    r"than 0"),
+    ("AGENTFY_SCHEDULER_POLL_SECONDS", "0", r"scheduler\.poll_seconds '0': Input should be greater than 0"),
+    ("AGENTFY_SCHEDULER_POLL_SECONDS", "soon", r"scheduler\.poll_seconds 'soon': Input should be a valid number"),
+    ("AGENTFY_SCHEDULER_BATCH_SIZE", "0", r"scheduler\.batch_size '0': Input should be greater than or equal to 1"),
+    ("AGENTFY_SCHEDULER_BATCH_SIZE", "1001", r"scheduler\.batch_size '1001': Input should be less than or equal to "
+                                             r"1000"),
+    ("AGENTFY_SCHEDULER_RUN_RETENTION_DAYS", "-1", r"scheduler\.run_retention_days '-1': Input should be greater "
+                                                  r"than or equal to 0"),
+    ("AGENTFY_SCHEDULER_STALE_RUN_SECONDS", "5", r"scheduler\.stale_run_seconds '5': Input should be greater than "
+                                                r"or equal to 60"),
 ])
 def test_a_bad_value_names_the_setting_and_the_value(variable: str, value: str, message: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
@@ -191,3 +204,31 @@ def test_the_runtime_section_reaches_every_model_call_of_the_server(monkeypatch:
         assert runtime.settings.max_tool_rounds == 2
     finally:
         db.dispose()
+
+
+def test_the_scheduler_section_reaches_the_servers_cron_scheduler(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    """``agentfy serve``'s scheduler polls and claims as the ``scheduler`` section says (environment or file)."""
+    started: list[Scheduler] = []
+
+    class Recorded(Scheduler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(gateway_app, "Scheduler", Recorded)
+    monkeypatch.setenv("AGENTFY_SCHEDULER_POLL_SECONDS", "0.25")
+    config = tmp_path / "agentfy.toml"
+    config.write_text("[scheduler]\nbatch_size = 7\nrun_retention_days = 2\n", encoding="utf-8")
+    settings = load_settings(config_file=config)
+    db = Database(f"sqlite:///{tmp_path / 'a.db'}")
+    try:
+        upgrade(db)
+        application = create_app(db, signing_secret=b"s" * 32, settings=settings, run_workers=True,
+                                 workspace_root=tmp_path / "w")
+        with TestClient(application):
+            (scheduler,) = started
+    finally:
+        db.dispose()
+    assert (scheduler.settings.poll_seconds, scheduler.settings.batch_size) == (0.25, 7)
+    assert scheduler.housekeeping.settings.run_retention_days == 2

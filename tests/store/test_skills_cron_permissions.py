@@ -11,6 +11,7 @@ import pytest
 
 from agentfy.identity import InvalidIdError
 from agentfy.ids import is_canonical_id
+from agentfy.schedule import from_utc_text
 from agentfy.store.db import Database, Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError
 from agentfy.store.repos import cron, permissions, skills
@@ -147,6 +148,28 @@ def test_cron_jobs_are_tenant_scoped_and_validated(db: Database) -> None:
     assert count(db, "cron_jobs") == 1
     with db.transaction() as tx:
         assert cron.get_cron_job(tx, globex, their_job.id).enabled is True
+
+
+def test_a_slot_recorded_twice_is_a_conflict_naming_the_job_and_the_claim_writes_nothing(db: Database) -> None:
+    acme = make_tenant(db, "acme").scope
+    agent = new_agent(db, acme, "a")
+    with db.transaction() as tx:
+        first, second = (cron.create_cron_job(tx, acme, agent.id, created_by=ALICE, schedule="every 1h")
+                         for _ in range(2))
+    assert first.next_run_at is not None and second.next_run_at is not None
+    with db.transaction() as tx:
+        cron.start_manual_run(tx, acme, second.id, at=from_utc_text(second.next_run_at))
+    with pytest.raises(ConflictError) as twice, db.transaction() as tx:
+        cron.start_manual_run(tx, acme, second.id, at=from_utc_text(second.next_run_at))
+    assert (twice.value.field, twice.value.value) == ("job_id", second.id)
+    assert str(twice.value) == f"cron job {second.id} already has a run due at {second.next_run_at}"
+    due = from_utc_text(max(first.next_run_at, second.next_run_at))
+    with pytest.raises(ConflictError, match=r"one of 2 cron jobs .* already has a run"), db.transaction() as tx:
+        cron.claim_due(tx, due, limit=10)  # the second's slot is taken: the batch is refused whole
+    assert count(db, "cron_runs") == 1
+    with db.transaction(write=False) as tx:
+        assert [cron.get_cron_job(tx, acme, j.id).next_run_at for j in (first, second)] == [
+            first.next_run_at, second.next_run_at]
 
 
 # -- config grants ----------------------------------------------------------------------------------------

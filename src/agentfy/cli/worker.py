@@ -64,8 +64,8 @@ def worker(
 
     Any number of worker processes may share one PostgreSQL database (events are claimed with FOR UPDATE
     SKIP LOCKED); on SQLite, claims are serialised. Every setting can also come from $AGENTFY_EVENTS_<NAME>
-    (e.g. AGENTFY_EVENTS_LEASE_SECONDS). Ctrl-C and SIGTERM stop cleanly: what is finished is written, the
-    rest is given back; a second Ctrl-C quits at once.
+    (e.g. AGENTFY_EVENTS_LEASE_SECONDS), the cron scheduler's from $AGENTFY_SCHEDULER_<NAME>. Ctrl-C and
+    SIGTERM stop cleanly: what is finished is written, the rest is given back; a second Ctrl-C quits at once.
     """
     settings = resolve_settings(database_url=database_url, **pool_options(pool_size, pool_overflow, pool_timeout),
                                 **bus_options(poll=poll, lease_seconds=lease_seconds, renew_seconds=renew_seconds,
@@ -129,4 +129,4 @@ def _scheduler(db: Database, settings: Settings) -> Scheduler:
     providers = Providers(cipher=credentials_cipher(settings, db.url, create=False, required=False))
     runtime = Runtime(db, Router(db), workspace_root=settings.workspace_root or default_workspace_root(db),
                       providers=providers)
-    return Scheduler(db, Firing(db, runtime))
+    return Scheduler(db, Firing(db, runtime), settings=settings.scheduler)

@@ -43,6 +43,7 @@ from agentfy.runtime.memory_models import AgentModels, ModelCalls, ModelExtracto
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
 from agentfy.runtime.scheduler import Firing, Scheduler
+from agentfy.runtime.scheduler_settings import SchedulerSettings
 from agentfy.settings import Settings
 from agentfy.store.db import Database
 from agentfy.store.migrate import is_at_head
@@ -90,14 +91,15 @@ def _stop_workers(gateway: GatewayState) -> None:
 
 
 @asynccontextmanager
-async def _cron_scheduler(gateway: GatewayState) -> AsyncIterator[None]:
+async def _cron_scheduler(gateway: GatewayState, settings: SchedulerSettings) -> AsyncIterator[None]:
     """The cron scheduler, with the event workers: on this event loop, beside the runtime it fires through.
     With many processes each runs one, and the claim gives every due job to exactly one of them."""
     if not gateway.run_workers or gateway.runtime is None:
         yield
         return
     stop = asyncio.Event()
-    task = asyncio.create_task(Scheduler(gateway.db, Firing(gateway.db, gateway.runtime)).run(stop))
+    scheduler = Scheduler(gateway.db, Firing(gateway.db, gateway.runtime), settings=settings)
+    task = asyncio.create_task(scheduler.run(stop))
     try:
         yield
     finally:
@@ -149,7 +151,7 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
             await run_in_threadpool(db.changes.wait_listening, FEED_CONNECT_TIMEOUT_SECONDS)
         if gateway.run_workers:
             _start_workers(gateway, settings)
-        async with _cron_scheduler(gateway):
+        async with _cron_scheduler(gateway, settings.scheduler):
             yield
         await app.state.channels.aclose()
         if gateway.runtime is not None:

@@ -7,8 +7,10 @@ after now, one-shot jobs are disabled, and a ``running`` row is written to ``cro
 transaction, which commits before anything runs.  Two processes claiming at once take disjoint jobs, a job
 another process has just advanced is no longer due, and the run's primary key (job, due time) refuses a
 second record of one slot: each slot fires once.  On SQLite the write transaction (``BEGIN IMMEDIATE``)
-serialises claims.  The rule is *at most once* for a process that dies mid-run: its run stays ``running``
-and the slot is not retried.
+serialises claims.  The rule is *at most once* for a process that dies mid-run: the slot is not retried, and
+its run stays ``running`` until the housekeeping (:mod:`agentfy.runtime.cron_housekeeping`, at most hourly in
+a pass, which also prunes old runs) ends it ``failed``.  How often a pass runs, how many jobs it claims and
+how long runs are kept are the ``scheduler`` settings (:mod:`agentfy.runtime.scheduler_settings`).
 
 **Missed slots.** After downtime a job fires once, for its oldest missed slot, and its next slot is the
 first after now: never once per missed slot.
@@ -32,7 +34,6 @@ import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
@@ -42,11 +43,13 @@ from agentfy.permissions.policy import check_cron_permission
 from agentfy.permissions.propagation import context_for_run, run_request_from_inbound, ticker_fire
 from agentfy.runtime import activity
 from agentfy.runtime.activity import Happened
+from agentfy.runtime.cron_housekeeping import RunHousekeeping
 from agentfy.runtime.events import CRON_FIRED, CRON_REFUSED
 from agentfy.runtime.inbound import Inbound
 from agentfy.runtime.model import ModelError
 from agentfy.runtime.providers import ModelConfigError
 from agentfy.runtime.runner import Runtime
+from agentfy.runtime.scheduler_settings import SchedulerSettings
 from agentfy.schedule import utc_text
 from agentfy.store.db import Database, Tx
 from agentfy.store.errors import NotFoundError, StoreError
@@ -63,15 +66,6 @@ CRON_CHANNEL: Final = "cron"
 
 def wall_clock() -> datetime:
     return datetime.now(UTC)
-
-
-@dataclass(frozen=True, slots=True)
-class SchedulerSettings:
-    """``poll_seconds``: how often a pass looks for due jobs (a job fires at most this late);
-    ``batch_size``: jobs claimed in one transaction and fired together."""
-
-    poll_seconds: float = 1.0
-    batch_size: int = 20
 
 
 class Firing:
@@ -193,9 +187,11 @@ class Scheduler:
         self.fire = fire
         self.clock = clock
         self.settings = settings or SchedulerSettings()
+        self.housekeeping = RunHousekeeping(db, self.settings)
 
     def claim(self) -> list[Claim]:
-        """One claiming transaction (worker thread): the claims to run, committed."""
+        """The housekeeping when due, then one claiming transaction (worker thread): the claims to run, committed."""
+        self.housekeeping.when_due(self.clock())
         with self.db.transaction() as tx:
             return cron.claim_due(tx, self.clock(), limit=self.settings.batch_size)
 

@@ -9,7 +9,9 @@ expected, and nothing is written), and ``next_run_at`` is computed then.  The pr
 without one is sent as its JSON text.  Deleting the agent deletes its jobs, and a job's runs with it.
 
 :func:`claim_due` is the scheduler's one cross-tenant read: it takes every tenant's due jobs, and each claim
-carries its job's tenant, which every later step is scoped by.
+carries its job's tenant, which every later step is scoped by.  Its housekeeping (:func:`fail_stale_runs`,
+:func:`prune_runs`) is the only other cross-tenant write: it reads no tenant's data, it only ends or deletes run
+records by age.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from agentfy.store.sql import insert_returning_id
 
 #: The longest prompt a job may carry (``payload.message``).
 MESSAGE_MAX_LENGTH: Final = 100_000
+#: The error of a run the stale-run sweep ended (:func:`fail_stale_runs`).
+STOPPED_RUN_ERROR: Final = "the process running it stopped"
 _IN_TENANT: Final = cron_jobs.c.tenant_id == sa.bindparam("tenant_id")
 _COLUMNS: Final = (cron_jobs.c.id, cron_jobs.c.tenant_id, cron_jobs.c.agent_id, cron_jobs.c.created_by,
                    cron_jobs.c.user_id, cron_jobs.c.schedule, cron_jobs.c.payload, cron_jobs.c.enabled,
@@ -87,6 +91,15 @@ RUN_PAGES: Final[Keyset[CronRun]] = Keyset(
                                    cron_runs.c.job_id == sa.bindparam("job_id")),
     (cron_runs.c.due_at,), lambda r: (r.due_at,))
 _DELETE: Final = sa.delete(cron_jobs).where(_IN_TENANT, cron_jobs.c.id == sa.bindparam("job_id"))
+#: Runs of every tenant still ``running`` that started before the cutoff (the stale-run sweep).
+_FAIL_STALE: Final = (sa.update(cron_runs).where(cron_runs.c.outcome == "running",
+                                                 cron_runs.c.started_at < sa.bindparam("cutoff"))
+                      .values(outcome="failed", ended_at=sa.bindparam("ended_at"), error=sa.bindparam("error")))
+#: Up to ``limit`` runs of every tenant that ended before the cutoff, by their key (a bounded delete: short locks).
+_PRUNE_RUNS: Final = sa.delete(cron_runs).where(sa.tuple_(cron_runs.c.job_id, cron_runs.c.due_at).in_(
+    sa.select(cron_runs.c.job_id, cron_runs.c.due_at)
+    .where(cron_runs.c.ended_at.is_not(None), cron_runs.c.ended_at < sa.bindparam("cutoff"))
+    .limit(sa.bindparam("limit", type_=sa.Integer))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,17 +298,33 @@ def _short(text: str | None) -> str | None:
     return text if len(text) <= CRON_RUN_ERROR_MAX_LENGTH else text[:CRON_RUN_ERROR_MAX_LENGTH - 1] + "…"
 
 
+def _new_run(job: CronJob, *, due_at: str, cause: str, started_at: str, outcome: str = "running",
+             error: str | None = None) -> CronRun:
+    return CronRun(job.id, job.tenant_id, due_at, cause, started_at, started_at if outcome != "running" else None,
+                   outcome, _short(error), None)
+
+
+def _record_runs(tx: Tx, runs: Sequence[CronRun]) -> None:
+    """Write new runs in one round trip (a batch of statements); a slot already recorded is a
+    :class:`ConflictError` naming the job (the only one, or the first of the batch)."""
+    try:
+        tx.executemany(_INSERT_RUN, [{"job_id": run.job_id, "tenant_id": run.tenant_id, "due_at": run.due_at,
+                                      "cause": run.cause, "started_at": run.started_at, "ended_at": run.ended_at,
+                                      "outcome": run.outcome, "error": run.error, "session_key": None}
+                                     for run in runs])
+    except UniqueViolation:
+        first = runs[0]
+        if len(runs) == 1:
+            message = f"cron job {first.job_id} already has a run due at {first.due_at}"
+        else:
+            message = f"one of {len(runs)} cron jobs ({first.job_id}, …) already has a run for its due time"
+        raise ConflictError(message, field="job_id", value=first.job_id) from None
+
+
 def _insert_run(tx: Tx, job: CronJob, *, due_at: str, cause: str, started_at: str, outcome: str = "running",
                 error: str | None = None) -> CronRun:
-    run = CronRun(job.id, job.tenant_id, due_at, cause, started_at, started_at if outcome != "running" else None,
-                  outcome, _short(error), None)
-    try:
-        tx.execute(_INSERT_RUN, {"job_id": run.job_id, "tenant_id": run.tenant_id, "due_at": run.due_at,
-                                 "cause": run.cause, "started_at": run.started_at, "ended_at": run.ended_at,
-                                 "outcome": run.outcome, "error": run.error, "session_key": None})
-    except UniqueViolation:
-        raise ConflictError(f"cron job {job.id} already has a run due at {due_at}", field="job_id",
-                            value=job.id) from None
+    run = _new_run(job, due_at=due_at, cause=cause, started_at=started_at, outcome=outcome, error=error)
+    _record_runs(tx, [run])
     return run
 
 
@@ -307,28 +336,37 @@ def claim_due(tx: Tx, at: datetime, *, limit: int) -> list[Claim]:
     disabled, and a ``running`` run is recorded for the slot it was due at.  Jobs whose next run was never
     computed (written before schedules were validated) are scheduled here from ``at``; one whose schedule does
     not parse is disabled with a ``skipped`` run saying why.  The claims to run are returned.
+
+    The advances and the runs of the batch are each written as one batch of statements (a round trip each on
+    PostgreSQL, not two per job): claiming is what bounds how many jobs a scheduler fires per second.
     """
     stamp = utc_text(at)
     for row in tx.all(_UNSCHEDULED, {"limit": limit}):
         _schedule_first(tx, _job(row), at)
     claims: list[Claim] = []
+    advances: list[dict[str, Any]] = []
+    runs: list[CronRun] = []
     for row in tx.all(_DUE, {"now": stamp, "limit": limit}):
         job = _job(row)
         assert job.next_run_at is not None
         try:
             following = job.parsed_schedule().next_run(from_utc_text(job.next_run_at), at)
         except ScheduleError as error:
-            tx.execute(_ADVANCE, {"job_id": job.id, "next_run_at": None, "last_run_at": job.last_run_at,
-                                  "enabled": False})
-            _insert_run(tx, job, due_at=job.next_run_at, cause="schedule", started_at=stamp, outcome="skipped",
-                        error=f"the job was disabled: {error}")
+            advances.append({"job_id": job.id, "next_run_at": None, "last_run_at": job.last_run_at,
+                             "enabled": False})
+            runs.append(_new_run(job, due_at=job.next_run_at, cause="schedule", started_at=stamp,
+                                 outcome="skipped", error=f"the job was disabled: {error}"))
             continue
         next_run_at = utc_text(following) if following is not None else None
-        tx.execute(_ADVANCE, {"job_id": job.id, "next_run_at": next_run_at, "last_run_at": job.next_run_at,
-                              "enabled": following is not None})
-        run = _insert_run(tx, job, due_at=job.next_run_at, cause="schedule", started_at=stamp)
+        advances.append({"job_id": job.id, "next_run_at": next_run_at, "last_run_at": job.next_run_at,
+                         "enabled": following is not None})
+        run = _new_run(job, due_at=job.next_run_at, cause="schedule", started_at=stamp)
+        runs.append(run)
         claims.append(Claim(replace(job, next_run_at=next_run_at, last_run_at=job.next_run_at,
                                     enabled=following is not None), run))
+    if runs:
+        tx.executemany(_ADVANCE, advances)
+        _record_runs(tx, runs)
     return claims
 
 
@@ -382,3 +420,21 @@ def list_cron_runs(tx: Tx, scope: Scope, job_id: str, *, after: Sequence[Any] | 
     """The runs of the tenant's job, oldest due first (all, or a page); another tenant's job has none."""
     job_id = parse_id(job_id, "cron-job", field="job_id")
     return RUN_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "job_id": job_id}, _run, after=after, limit=limit)
+
+
+def fail_stale_runs(tx: Tx, *, started_before: datetime, at: datetime) -> int:
+    """End every tenant's runs still ``running`` that started before ``started_before`` as ``failed``, with
+    :data:`STOPPED_RUN_ERROR` and ``at`` as their end; how many.  A run that long is taken for one whose process
+    died mid-run (the claim is at most once: it is not retried).  Should it end after all, :func:`end_run`
+    records its real outcome over this one."""
+    result = tx.execute(_FAIL_STALE, {"cutoff": utc_text(started_before), "ended_at": utc_text(at),
+                                      "error": STOPPED_RUN_ERROR})
+    return int(result.rowcount)
+
+
+def prune_runs(tx: Tx, *, ended_before: datetime, limit: int) -> int:
+    """Delete up to ``limit`` runs of any tenant that ended before ``ended_before``; how many (fewer than
+    ``limit``: none is left).  A ``running`` run is never deleted; the stale-run sweep ends it first."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit {limit!r} is not a batch size; expected a positive integer")
+    return int(tx.execute(_PRUNE_RUNS, {"cutoff": utc_text(ended_before), "limit": limit}).rowcount)
