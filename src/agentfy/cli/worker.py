@@ -126,7 +126,8 @@ def _scheduler(db: Database, settings: Settings) -> Scheduler:
     from agentfy.runtime.runner import Runtime  # noqa: PLC0415
     from agentfy.runtime.scheduler import Firing, Scheduler  # noqa: PLC0415
 
-    providers = Providers(cipher=credentials_cipher(settings, db.url, create=False, required=False))
+    providers = Providers(cipher=credentials_cipher(settings, db.url, create=False, required=False),
+                          policy=settings.runtime.call_policy())
     runtime = Runtime(db, Router(db), workspace_root=settings.workspace_root or default_workspace_root(db),
-                      providers=providers)
+                      providers=providers, settings=settings.runtime)
     return Scheduler(db, Firing(db, runtime), settings=settings.scheduler)
