@@ -12,7 +12,7 @@ statuses to which::
 
     open --claim--> claimed --start--> in_progress --complete--> done
       \-------------start-------------/           \--fail------> failed
-    open | claimed | in_progress --cancel--> cancelled
+    open | claimed | in_progress | failed | timed_out --cancel--> cancelled (given up for good)
     claimed | in_progress --expire (deadline passed)--> timed_out
     failed | timed_out | cancelled --retry--> open
 
@@ -70,7 +70,7 @@ TRANSITIONS: Final = MappingProxyType({
     "start": Transition(("open", "claimed"), "in_progress"),
     "complete": Transition(("claimed", "in_progress"), "done"),
     "fail": Transition(("claimed", "in_progress"), "failed"),
-    "cancel": Transition(("open", "claimed", "in_progress"), "cancelled"),
+    "cancel": Transition(("open", "claimed", "in_progress", "failed", "timed_out"), "cancelled"),
     "expire": Transition(("claimed", "in_progress"), "timed_out"),
     "retry": Transition(("failed", "timed_out", "cancelled"), "open"),
 })
