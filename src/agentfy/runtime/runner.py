@@ -56,7 +56,7 @@ from agentfy.permissions.propagation import (
     subagent_announce,
     teammate_dispatch,
 )
-from agentfy.runtime import conversation, prompting, usage
+from agentfy.runtime import conversation, prompting, team_tasks, usage
 from agentfy.runtime.events import (
     REPLIED,
     RUN_DELTA,
@@ -87,6 +87,7 @@ from agentfy.store.db import Database, Tx
 from agentfy.store.repos import orgs, sessions
 from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.sessions import MESSAGE_MAX_LENGTH, Session
+from agentfy.store.repos.tasks import TeamTask
 
 logger: Final = logging.getLogger("agentfy.runtime")
 
@@ -346,6 +347,34 @@ class Runtime:
                                                  origin, task_id=task_id, content=content, channel=env.channel),
                                              task_id))
         return task_id
+
+    async def dispatch_teammate(self, origin: RequestContext, task_id: str, teammate: str | None, *,
+                                env: ToolEnv | None = None) -> TeamTask:
+        """Run the team task ``task_id`` as its teammate (``teammate``, else its assignee; on its team) like
+        :meth:`delegate`: a ``teammate:<task>`` dispatch carrying ``origin``'s person, in the background; the
+        task is ``in_progress`` now and records the run's end (:mod:`agentfy.runtime.team_tasks`).  From a
+        tool (``env``) it is a hand-off — the depth and per-agent limits apply, ``cancel_task`` stops it, and
+        the result is announced into ``env``'s conversation; from the HTTP API (no ``env``) it is recorded on
+        the task only.  Returns the task as started."""
+        if env is not None:
+            self._may_hand_off(env, "task_dispatch")
+        dispatch = await asyncio.to_thread(team_tasks.start_dispatch, self.db, Scope.of(origin.tenant_id), task_id,
+                                           teammate, by_agent=None if env is None else env.agent)
+        task, target = dispatch.task, dispatch.teammate
+        target_context = _acting_context(origin, teammate_dispatch(origin, team_task_id=task.id, content=task.prompt(),
+                                                                   channel=team_tasks.TEAMMATE_CHANNEL), target)
+        work = Inbound(target.tenant_id, target.agent_key, target_context, team_tasks.TEAMMATE_CHANNEL,
+                       team_tasks.conversation_of(task.id), task.prompt(), depth=0 if env is None else env.depth + 1)
+        if env is None:
+            running = asyncio.get_running_loop().create_task(self(work))
+            self._spawn(team_tasks.settle_alone(self.db, task, running, lambda: self.end_conversation(work)))
+            return task
+        settled = team_tasks.settle(self.db, task, self._start_handoff(env, task.id, work))
+        self._spawn(self._task_then_announce(env, work, asyncio.get_running_loop().create_task(settled),
+                                             lambda content: delegate_announce(
+                                                 origin, task_id=task.id, content=content, channel=env.channel),
+                                             task.id))
+        return task
 
     def send_to_session(self, env: ToolEnv, session: Session, text: str) -> None:
         """Post ``text`` into ``session`` (another open conversation of ``env``'s agent, checked by the tool) as

@@ -111,8 +111,8 @@ _WRITES: Final[dict[str, tuple[str, ...]]] = {
     "assign": ("assignee_agent_id",),
     "claim": ("claimed_by_agent_id", "claimed_at", "deadline_at"),
     "start": ("assignee_agent_id", "claimed_by_agent_id", "claimed_at", "deadline_at", "session_key"),
-    "complete": ("result", "deadline_at"),
-    "fail": ("error", "deadline_at"),
+    "complete": ("result", "deadline_at", "session_key"),
+    "fail": ("error", "deadline_at", "session_key"),
     "cancel": ("error", "deadline_at"),
     "expire": ("error", "deadline_at"),
     "retry": ("result", "error", "claimed_by_agent_id", "claimed_at", "deadline_at"),
@@ -134,9 +134,11 @@ def _move_statement(operation: str) -> sa.Update:
         condition.append(_BY_CLAIMER)
     if operation == "expire":
         condition.append(team_tasks.c.deadline_at <= sa.bindparam("now"))
-    return (sa.update(team_tasks).where(*condition)
-            .values(status=rule.target, updated_at=sa.bindparam("updated_at"),
-                    **{column: sa.bindparam(f"new_{column}") for column in _WRITES[operation]}))
+    values: dict[str, Any] = {column: sa.bindparam(f"new_{column}") for column in _WRITES[operation]}
+    if "session_key" in values:  # a run's session, once known, is kept until another run's replaces it
+        values["session_key"] = sa.func.coalesce(sa.cast(values["session_key"], sa.Text), team_tasks.c.session_key)
+    return sa.update(team_tasks).where(*condition).values(status=rule.target, updated_at=sa.bindparam("updated_at"),
+                                                          **values)
 
 
 _MOVES: Final = {operation: _move_statement(operation) for operation in TRANSITIONS}
@@ -364,16 +366,21 @@ def start_task(tx: Tx, scope: Scope, task_id: str, agent_id: str, *, session_key
                                                "deadline_at": _deadline(task, stamp), "session_key": session_key})
 
 
-def complete_task(tx: Tx, scope: Scope, task_id: str, result: str, *, by_agent_id: str | None = None) -> TeamTask:
-    """``done`` with ``result``.  ``by_agent_id``: the agent asking, which must be the claimer."""
+def complete_task(tx: Tx, scope: Scope, task_id: str, result: str, *, by_agent_id: str | None = None,
+                  session_key: str | None = None) -> TeamTask:
+    """``done`` with ``result``.  ``by_agent_id``: the agent asking, which must be the claimer;
+    ``session_key``: the session of the run that did it (a dispatched run)."""
     answer = require_text(result, field="result", max_length=TASK_TEXT_MAX_LENGTH, allow_empty=True)
-    return _move(tx, scope, _task_id(task_id), "complete", {"result": answer}, by_agent_id=by_agent_id)
+    return _move(tx, scope, _task_id(task_id), "complete", {"result": answer, "session_key": session_key},
+                 by_agent_id=by_agent_id)
 
 
-def fail_task(tx: Tx, scope: Scope, task_id: str, error: str, *, by_agent_id: str | None = None) -> TeamTask:
+def fail_task(tx: Tx, scope: Scope, task_id: str, error: str, *, by_agent_id: str | None = None,
+              session_key: str | None = None) -> TeamTask:
     """``failed`` with ``error`` (why).  ``by_agent_id``: the agent asking, which must be the claimer."""
     reason = require_text(error, field="error", max_length=TASK_TEXT_MAX_LENGTH)
-    return _move(tx, scope, _task_id(task_id), "fail", {"error": reason}, by_agent_id=by_agent_id)
+    return _move(tx, scope, _task_id(task_id), "fail", {"error": reason, "session_key": session_key},
+                 by_agent_id=by_agent_id)
 
 
 def cancel_task(tx: Tx, scope: Scope, task_id: str, reason: str | None = None) -> TeamTask:
