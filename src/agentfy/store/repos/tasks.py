@@ -26,6 +26,7 @@ claimed or in-progress tasks whose deadline has passed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import MappingProxyType
@@ -37,6 +38,7 @@ from agentfy.identity import AgentId, OrgId, Scope, TeamId, TeamTaskAttachmentId
 from agentfy.schedule import from_utc_text, utc_text
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError
+from agentfy.store.paging import Keyset
 from agentfy.store.repos import agents, links
 from agentfy.store.repos._common import require_text
 from agentfy.store.schema import (
@@ -99,12 +101,12 @@ _INSERT_TASK: Final = insert_returning_id(team_tasks, ["tenant_id", "team_id", "
                                                        "description", "timeout_seconds", "updated_at"])
 _TASK_BY_ID: Final = sa.select(*_TASK_COLUMNS).where(_TASK_IN_TENANT, _THE_TASK)
 _TASK_ORDER: Final = (team_tasks.c.created_at, team_tasks.c.id)
-_LIST_TASKS: Final = (sa.select(*_TASK_COLUMNS).where(_TASK_IN_TENANT, team_tasks.c.team_id == sa.bindparam("team_id"))
-                      .order_by(*_TASK_ORDER))
-_LIST_TASKS_IN: Final = (sa.select(*_TASK_COLUMNS)
-                         .where(_TASK_IN_TENANT, team_tasks.c.team_id == sa.bindparam("team_id"),
-                                team_tasks.c.status == sa.bindparam("status"))
-                         .order_by(*_TASK_ORDER))
+#: A team's tasks, oldest first, optionally only those in one status (``status`` NULL: all).
+TASK_PAGES: Final[Keyset[TeamTask]] = Keyset(
+    sa.select(*_TASK_COLUMNS).where(_TASK_IN_TENANT, team_tasks.c.team_id == sa.bindparam("team_id"),
+                                    sa.or_(team_tasks.c.status == sa.bindparam("status"),
+                                           sa.cast(sa.bindparam("status"), sa.Text).is_(None))),
+    _TASK_ORDER, lambda task: (task.created_at, task.id))
 _DELETE_TASK: Final = sa.delete(team_tasks).where(_TASK_IN_TENANT, _THE_TASK)
 #: What each operation writes besides the status and ``updated_at`` (bound by name at execution).
 _WRITES: Final[dict[str, tuple[str, ...]]] = {
@@ -156,9 +158,10 @@ _INSERT_ATTACHMENT: Final = insert_returning_id(team_task_attachments, [
     "tenant_id", "task_id", "created_by_agent_id", "vault_document_id", "name", "created_at"])
 _ATTACHMENT_BY_ID: Final = sa.select(*_ATTACHMENT_COLUMNS).where(
     _ATTACHMENT_IN_TENANT, team_task_attachments.c.id == sa.bindparam("attachment_id"))
-_LIST_ATTACHMENTS: Final = (sa.select(*_ATTACHMENT_COLUMNS)
-                            .where(_ATTACHMENT_IN_TENANT, team_task_attachments.c.task_id == sa.bindparam("task_id"))
-                            .order_by(team_task_attachments.c.created_at, team_task_attachments.c.id))
+ATTACHMENT_PAGES: Final[Keyset[TeamTaskAttachment]] = Keyset(
+    sa.select(*_ATTACHMENT_COLUMNS).where(_ATTACHMENT_IN_TENANT,
+                                          team_task_attachments.c.task_id == sa.bindparam("task_id")),
+    (team_task_attachments.c.created_at, team_task_attachments.c.id), lambda a: (a.created_at, a.id))
 _DELETE_ATTACHMENT: Final = sa.delete(team_task_attachments).where(
     _ATTACHMENT_IN_TENANT, team_task_attachments.c.id == sa.bindparam("attachment_id"))
 
@@ -318,14 +321,15 @@ def get_task(tx: Tx, scope: Scope, task_id: str) -> TeamTask:
     return _require_task(tx, scope, _task_id(task_id))
 
 
-def list_tasks(tx: Tx, scope: Scope, team_id: str, *, status: str | None = None) -> list[TeamTask]:
-    """The team's tasks (only those in ``status``, if given), oldest first; a team not in the tenant is
-    :class:`NotFoundError`."""
+def list_tasks(tx: Tx, scope: Scope, team_id: str, *, status: str | None = None,
+               after: Sequence[Any] | None = None, limit: int | None = None) -> list[TeamTask]:
+    """The team's tasks (only those in ``status``, if given), oldest first, all or a page; a team not in the
+    tenant is :class:`NotFoundError`."""
     team_id = parse_id(team_id, "team")
     wanted = None if status is None else status_filter(status)
     _require_team(tx, scope, team_id)
-    params = {"tenant_id": scope.tenant_id, "team_id": team_id, "status": wanted}
-    return [_task(row) for row in tx.all(_LIST_TASKS if wanted is None else _LIST_TASKS_IN, params)]
+    return TASK_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "team_id": team_id, "status": wanted}, _task,
+                            after=after, limit=limit)
 
 
 def assign_task(tx: Tx, scope: Scope, task_id: str, agent_id: str | None) -> TeamTask:
@@ -449,11 +453,12 @@ def get_attachment(tx: Tx, scope: Scope, attachment_id: str) -> TeamTaskAttachme
     return _attachment(row)
 
 
-def list_attachments(tx: Tx, scope: Scope, task_id: str) -> list[TeamTaskAttachment]:
-    """The task's attachments, oldest first; a task not in the tenant is :class:`NotFoundError`."""
+def list_attachments(tx: Tx, scope: Scope, task_id: str, *, after: Sequence[Any] | None = None,
+                     limit: int | None = None) -> list[TeamTaskAttachment]:
+    """The task's attachments, oldest first, all or a page; a task not in the tenant is :class:`NotFoundError`."""
     task = get_task(tx, scope, task_id)
-    return [_attachment(row) for row in tx.all(_LIST_ATTACHMENTS, {"tenant_id": scope.tenant_id,
-                                                                     "task_id": task.id})]
+    return ATTACHMENT_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "task_id": task.id}, _attachment, after=after,
+                                  limit=limit)
 
 
 def delete_attachment(tx: Tx, scope: Scope, attachment_id: str) -> None:
