@@ -55,9 +55,10 @@ from agentfy.gateway.routes import (
 from agentfy.permissions.access import RULES
 
 ROUTERS: Final[tuple[APIRouter, ...]] = (
-    agents.router, sessions.router, memory.router, knowledge.router, teams.router, tasks.router, orgs.router,
-    skills.router, cron.router, links.router, grants.router, vault.router, ids.router, heartbeat.router, channels.router,
+    agents.router, sessions.router, memory.router, knowledge.router, teams.router, orgs.router, skills.router,
+    cron.router, links.router, grants.router, vault.router, ids.router, heartbeat.router, channels.router,
     channel_access.router, usage.router, credentials.router, agent_model.router, chat.router, ws.router,
+    tasks.router,
 )
 
 #: Routers whose routes declare their own error responses, in another error shape: the OpenAI-compatible
