@@ -42,6 +42,7 @@ from agentfy.keys import credentials_cipher
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
 from agentfy.runtime.scheduler import Firing, Scheduler
+from agentfy.runtime.task_sweep import TaskSweep
 from agentfy.settings import Settings
 from agentfy.store.db import Database
 from agentfy.store.migrate import is_at_head
@@ -83,6 +84,22 @@ async def _cron_scheduler(gateway: GatewayState) -> AsyncIterator[None]:
         return
     stop = asyncio.Event()
     task = asyncio.create_task(Scheduler(gateway.db, Firing(gateway.db, gateway.runtime)).run(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
+
+
+@asynccontextmanager
+async def _task_sweep(gateway: GatewayState) -> AsyncIterator[None]:
+    """The team task sweep (overdue work times out), with the event workers: each process runs one, and
+    each task times out once however many sweep."""
+    if not gateway.run_workers:
+        yield
+        return
+    stop = asyncio.Event()
+    task = asyncio.create_task(TaskSweep(gateway.db).run(stop))
     try:
         yield
     finally:
@@ -134,7 +151,7 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
             await run_in_threadpool(db.changes.wait_listening, FEED_CONNECT_TIMEOUT_SECONDS)
         if gateway.run_workers:
             _start_workers(gateway, settings)
-        async with _cron_scheduler(gateway):
+        async with _cron_scheduler(gateway), _task_sweep(gateway):
             yield
         await app.state.channels.aclose()
         if gateway.runtime is not None:
