@@ -4,7 +4,7 @@ claimers, the deadline sweep with a driven clock, and the migration of free-word
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -20,6 +20,7 @@ from agentfy.store.migrate import upgrade
 from agentfy.store.repos import orgs, tasks, teams
 from agentfy.store.repos.tasks import TRANSITIONS, TeamTask
 from agentfy.store.schema import TASK_STATUSES
+from tests.helpers.databases import PgDatabases
 from tests.helpers.tenants import make_tenant
 from tests.store.helpers import new_agent
 
@@ -189,15 +190,29 @@ def test_the_sweep_times_out_overdue_work_then_an_admin_retries_or_cancels(db: D
             tasks.complete_task(tx, team.scope, running.id, "too late")
 
 
-def test_migration_maps_free_word_statuses(tmp_path: Path) -> None:
-    db = Database(f"sqlite:///{tmp_path / 'old.db'}")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database on each engine, to migrate step by step."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'old.db'}"
+        return
+    databases: PgDatabases = request.getfixturevalue("pg_databases")
+    name = databases.create()
+    try:
+        yield databases.url(name)
+    finally:
+        databases.drop(name)
+
+
+def test_migration_maps_free_word_statuses(empty_url: str) -> None:
+    db = Database(empty_url)
     try:
         upgrade(db, "0013")
         with db.transaction() as tx:
             org = orgs.create_organization(tx, slug="acme", name="Acme")
             team = teams.create_team(tx, Scope(org.id), name="T")
             old = {"todo": "open", "in_progress": "in_progress", "completed": "done", "canceled": "cancelled",
-                   "waiting_on_bob": "open", "done": "done"}
+                   "waiting_on_bob": "open", "done": "done", "error": "failed"}
             ids = {}
             for status in old:
                 ids[status] = task_id = tx.db.mint("team-task")
