@@ -43,6 +43,7 @@ from agentfy.store.repos import (
     permissions,
     sessions,
     skills,
+    tasks,
     teams,
     vault,
 )
@@ -211,6 +212,25 @@ def fresh_team(world: World) -> str:
         return teams.create_team(tx, world.scope, name=unique("team")).id
 
 
+def fresh_task(world: World, status: str = "open") -> str:
+    """A task of a new team the bot is on, brought to ``status`` (open, claimed or failed)."""
+    with world.tx() as tx:
+        team = teams.create_team(tx, world.scope, name=unique("team"), lead_agent_id=world.agent_id)
+        task = tasks.create_task(tx, world.scope, team.id, title="t")
+        if status in ("claimed", "failed"):
+            tasks.claim_task(tx, world.scope, task.id, world.agent_id)
+        if status == "failed":
+            tasks.fail_task(tx, world.scope, task.id, "broke")
+        return task.id
+
+
+def _fresh_attachment(world: World) -> str:
+    task_id = fresh_task(world)
+    with world.tx() as tx:
+        attachment = tasks.add_attachment(tx, world.scope, task_id, name="a")
+    return f"/v1/tasks/{task_id}/attachments/{attachment.id}"
+
+
 def own_skill(world: World, caller: Caller) -> str:
     with world.tx() as tx:
         return skills.create_skill(tx, world.scope, owner_id=caller.user or world.other_person, name=unique("skill"),
@@ -301,6 +321,22 @@ UNSCOPED: dict[str, Build] = {
     "teams.api_keys.create": lambda w, c, s: Request("POST", f"/v1/teams/{fresh_team(w)}/api-keys", {"name": "k"}),
     "teams.api_keys.list": lambda w, c, s: Request("GET", f"/v1/teams/{fresh_team(w)}/api-keys"),
     "teams.api_keys.revoke": lambda w, c, s: Request("DELETE", _fresh_team_key(w)),
+    "tasks.create": lambda w, c, s: Request("POST", f"/v1/teams/{fresh_team(w)}/tasks", {"title": "t"}),
+    "tasks.list": lambda w, c, s: Request("GET", f"/v1/teams/{fresh_team(w)}/tasks", params={"status": "open"}),
+    "tasks.get": lambda w, c, s: Request("GET", f"/v1/tasks/{fresh_task(w)}"),
+    "tasks.delete": lambda w, c, s: Request("DELETE", f"/v1/tasks/{fresh_task(w)}"),
+    "tasks.assign": lambda w, c, s: Request("POST", f"/v1/tasks/{fresh_task(w)}/assign", {"agent": "bot"}),
+    "tasks.claim": lambda w, c, s: Request("POST", f"/v1/tasks/{fresh_task(w)}/claim", {"agent": "bot"}),
+    "tasks.complete": lambda w, c, s: Request("POST", f"/v1/tasks/{fresh_task(w, 'claimed')}/complete",
+                                              {"result": "r"}),
+    "tasks.fail": lambda w, c, s: Request("POST", f"/v1/tasks/{fresh_task(w, 'claimed')}/fail", {"error": "e"}),
+    "tasks.cancel": lambda w, c, s: Request("POST", f"/v1/tasks/{fresh_task(w)}/cancel"),
+    "tasks.retry": lambda w, c, s: Request("POST", f"/v1/tasks/{fresh_task(w, 'failed')}/retry"),
+    "tasks.dispatch": lambda w, c, s: Request("POST", f"/v1/tasks/{fresh_task(w)}/dispatch", {"agent": "bot"}),
+    "tasks.attachments.add": lambda w, c, s: Request("POST", f"/v1/tasks/{fresh_task(w)}/attachments",
+                                                     {"name": "n", "vault_document_id": w.vault_document}),
+    "tasks.attachments.list": lambda w, c, s: Request("GET", f"/v1/tasks/{fresh_task(w)}/attachments"),
+    "tasks.attachments.delete": lambda w, c, s: Request("DELETE", _fresh_attachment(w)),
     "vault.upload": lambda w, c, s: Request("POST", "/v1/vault/documents", data={"agent_id": "bot",
                                                                                  "path": unique("f") + ".txt"},
                                             files={"file": ("f.txt", b"x", "text/plain")}),

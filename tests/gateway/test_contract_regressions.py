@@ -53,7 +53,10 @@ def world(client: TestClient, acme: Tenant) -> dict[str, str]:
     assert session.status_code == 201, session.text
     job = client.post(f"/v1/agents/{agent}/cron-jobs", json={"schedule": "@daily"}, headers=headers)
     assert job.status_code == 201, job.text
-    return {"agent": agent, "team_id": team, "session_key": "s1", "job_id": job.json()["id"]}
+    task = client.post(f"/v1/teams/{team}/tasks", json={"title": "t"}, headers=headers)
+    assert task.status_code == 201, task.text
+    return {"agent": agent, "team_id": team, "session_key": "s1", "job_id": job.json()["id"],
+            "task_id": task.json()["id"]}
 
 
 def list_operations(client: TestClient) -> Iterator[tuple[str, str]]:

@@ -25,7 +25,7 @@ ROLES_BELOW = {"operator": "member", "admin": "operator", "owner": "admin", "pla
 KIND = {"agent": "agent", "target": "agent", "lead": "agent", "org_id": "org", "user_id": "user",
         "key_id": "api-key", "team_id": "team", "team_key_id": "team-api-key", "link_id": "agent-link",
         "server_id": "agent-mcp-server", "skill_id": "skill", "job_id": "cron-job",
-        "grant_id": "agent-config-permission"}
+        "grant_id": "agent-config-permission", "task_id": "team-task", "attachment_id": "team-task-attachment"}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 

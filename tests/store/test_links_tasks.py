@@ -126,6 +126,7 @@ def test_tasks_create_list_status_assign_delete(db: Database) -> None:
     a, b = new_agent(db, acme, "a"), new_agent(db, acme, "b")
     with db.transaction() as tx:
         team = teams.create_team(tx, acme, name="T", lead_agent_id=a.id)
+        teams.add_member(tx, acme, team.id, b.id)
         task = tasks.create_task(tx, acme, team.id, title="Write docs", created_by_agent_id=a.id,
                                  assignee_agent_id=b.id)
         loose = tasks.create_task(tx, acme, team.id, title="Anything")
@@ -135,14 +136,16 @@ def test_tasks_create_list_status_assign_delete(db: Database) -> None:
     with db.transaction() as tx:
         assert tasks.get_task(tx, acme, task.id) == task
         assert [t.id for t in tasks.list_tasks(tx, acme, team.id)] == [task.id, loose.id]
-        assert tasks.set_task_status(tx, acme, task.id, "in_progress").status == "in_progress"
         assert tasks.assign_task(tx, acme, task.id, None).assignee_agent_id is None
         assert tasks.assign_task(tx, acme, task.id, a.id).assignee_agent_id == a.id
+        assert tasks.claim_task(tx, acme, task.id, b.id).status == "claimed"
+        assert [t.id for t in tasks.list_tasks(tx, acme, team.id, status="open")] == [loose.id]
         tasks.delete_task(tx, acme, loose.id)
         assert [t.id for t in tasks.list_tasks(tx, acme, team.id)] == [task.id]
-    for bad in ("", "Done", "in progress", "x" * 40, None):
-        with pytest.raises(InvalidInputError, match="status"), db.transaction() as tx:
-            tasks.set_task_status(tx, acme, task.id, bad)  # type: ignore[arg-type]
+    for bad in ("", "Done", "in progress", "x" * 40, "finished"):
+        with pytest.raises(InvalidInputError, match="status") as caught, db.transaction() as tx:
+            tasks.list_tasks(tx, acme, team.id, status=bad)
+        assert "open, claimed, in_progress" in str(caught.value)
 
 
 def test_task_references_must_be_in_the_tenant(db: Database) -> None:
@@ -162,7 +165,9 @@ def test_task_references_must_be_in_the_tenant(db: Database) -> None:
     not_found_like_missing(db, "team", "team", lambda tx, ref: tasks.list_tasks(tx, acme, ref), their_team.id)
     task_calls: list[Callable[[Tx, str], Any]] = [
         lambda tx, ref: tasks.get_task(tx, globex, ref),
-        lambda tx, ref: tasks.set_task_status(tx, globex, ref, "done"),
+        lambda tx, ref: tasks.cancel_task(tx, globex, ref),
+        lambda tx, ref: tasks.retry_task(tx, globex, ref),
+        lambda tx, ref: tasks.complete_task(tx, globex, ref, "r"),
         lambda tx, ref: tasks.assign_task(tx, globex, ref, None),
         lambda tx, ref: tasks.delete_task(tx, globex, ref),
         lambda tx, ref: tasks.list_attachments(tx, globex, ref),

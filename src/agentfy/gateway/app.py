@@ -44,6 +44,7 @@ from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
 from agentfy.runtime.scheduler import Firing, Scheduler
 from agentfy.runtime.scheduler_settings import SchedulerSettings
+from agentfy.runtime.task_sweep import TaskSweep
 from agentfy.settings import Settings
 from agentfy.store.db import Database
 from agentfy.store.migrate import is_at_head
@@ -107,6 +108,22 @@ async def _cron_scheduler(gateway: GatewayState, settings: SchedulerSettings) ->
         await task
 
 
+@asynccontextmanager
+async def _task_sweep(gateway: GatewayState) -> AsyncIterator[None]:
+    """The team task sweep (overdue work times out), with the event workers: each process runs one, and
+    each task times out once however many sweep."""
+    if not gateway.run_workers:
+        yield
+        return
+    stop = asyncio.Event()
+    task = asyncio.create_task(TaskSweep(gateway.db).run(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
+
+
 def _attach_channels(app: FastAPI, gateway: GatewayState, settings: Settings) -> None:
     """The chat channels' state (``app.state.channels``), handing every channel's messages to this process's
     runtime, and what its subagents and teammates announce later back to their chat."""
@@ -151,7 +168,7 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
             await run_in_threadpool(db.changes.wait_listening, FEED_CONNECT_TIMEOUT_SECONDS)
         if gateway.run_workers:
             _start_workers(gateway, settings)
-        async with _cron_scheduler(gateway, settings.scheduler):
+        async with _cron_scheduler(gateway, settings.scheduler), _task_sweep(gateway):
             yield
         await app.state.channels.aclose()
         if gateway.runtime is not None:

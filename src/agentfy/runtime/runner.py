@@ -57,7 +57,7 @@ from agentfy.permissions.propagation import (
     subagent_announce,
     teammate_dispatch,
 )
-from agentfy.runtime import activity, conversation, prompting, usage
+from agentfy.runtime import activity, conversation, prompting, team_tasks, usage
 from agentfy.runtime.activity import Happened
 from agentfy.runtime.events import (
     HANDOFF_REFUSED,
@@ -92,6 +92,7 @@ from agentfy.store.repos import orgs, sessions, skills
 from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.sessions import MESSAGE_MAX_LENGTH, Session
 from agentfy.store.repos.skills import Skill
+from agentfy.store.repos.tasks import TeamTask
 
 logger: Final = logging.getLogger("agentfy.runtime")
 
@@ -358,6 +359,36 @@ class Runtime:
                                              task_id))
         return task_id
 
+    async def dispatch_teammate(self, origin: RequestContext, task_id: str, teammate: str | None, *,
+                                env: ToolEnv | None = None) -> TeamTask:
+        """Run the team task ``task_id`` as its teammate (``teammate``, else its assignee; on its team) like
+        :meth:`delegate`: a ``teammate:<task>`` dispatch carrying ``origin``'s person, in the background; the
+        task is ``in_progress`` now and records the run's end (:mod:`agentfy.runtime.team_tasks`).  From a
+        tool (``env``) it is a hand-off — the depth and per-agent limits apply, ``cancel_task`` stops it, and
+        the result is announced into ``env``'s conversation; from the HTTP API (no ``env``) it is recorded on
+        the task only.  Returns the task as started."""
+        if env is not None:
+            self._may_hand_off(env, "task_dispatch")
+        dispatch = await asyncio.to_thread(team_tasks.start_dispatch, self.db, Scope.of(origin.tenant_id), task_id,
+                                           teammate, by_agent=None if env is None else env.agent)
+        task, target = dispatch.task, dispatch.teammate
+        target_context = _acting_context(origin, teammate_dispatch(origin, team_task_id=task.id, content=task.prompt(),
+                                                                   channel=team_tasks.TEAMMATE_CHANNEL), target)
+        work = Inbound(target.tenant_id, target.agent_key, target_context, team_tasks.TEAMMATE_CHANNEL,
+                       team_tasks.conversation_of(task.id), task.prompt(), depth=0 if env is None else env.depth + 1)
+        self._note(_handoff(env.agent if env is not None else target, origin, "task_dispatch", task.id, target,
+                            depth=work.depth))
+        if env is None:
+            running = asyncio.get_running_loop().create_task(self(work))
+            self._spawn(team_tasks.settle_alone(self.db, task, running, lambda: self.end_conversation(work)))
+            return task
+        settled = team_tasks.settle(self.db, task, self._start_handoff(env, task.id, work))
+        self._spawn(self._task_then_announce(env, work, asyncio.get_running_loop().create_task(settled),
+                                             lambda content: delegate_announce(
+                                                 origin, task_id=task.id, content=content, channel=env.channel),
+                                             task.id))
+        return task
+
     def send_to_session(self, env: ToolEnv, session: Session, text: str) -> None:
         """Post ``text`` into ``session`` (another open conversation of ``env``'s agent, checked by the tool) as
         a ``session_send_tool`` message carrying the person, in the background: the agent's run there acts
@@ -381,11 +412,8 @@ class Runtime:
                             kept={"reason": reason}))
 
     def _started(self, env: ToolEnv, tool: str, task_id: str, target: Agent, *, target_id: str | None = None) -> None:
-        """Record a hand-off ``env``'s agent starts (an ``agent.handoff.started`` event of that agent, an audit
-        entry whose actor is the person it acts for and whose target is the target agent, or the session)."""
-        self._note(Happened(HANDOFF_STARTED, env.agent, audit_actor(env.context), target_id or target.id,
-                            shown={"tool": tool, "task_id": task_id, "target": target.agent_key},
-                            kept={"depth": str(env.depth + 1)}))
+        """Record a hand-off ``env``'s agent starts (see :func:`_handoff`)."""
+        self._note(_handoff(env.agent, env.context, tool, task_id, target, depth=env.depth + 1, target_id=target_id))
 
     def _note(self, happened: Happened) -> None:
         """Record ``happened`` in the background (a worker thread; :meth:`wait_idle` waits for it)."""
@@ -475,6 +503,14 @@ class Runtime:
         """Until every background task (subagents, delegates, their announcements) has finished."""
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
+
+
+def _handoff(by: Agent, origin: RequestContext, tool: str, task_id: str, target: Agent, *, depth: int,
+             target_id: str | None = None) -> Happened:
+    """A hand-off ``by`` starts for ``origin``: an ``agent.handoff.started`` event of ``by`` and an audit entry
+    whose actor is the person it acts for and whose target is the target agent (or ``target_id``, a session)."""
+    return Happened(HANDOFF_STARTED, by, audit_actor(origin), target_id or target.id,
+                    shown={"tool": tool, "task_id": task_id, "target": target.agent_key}, kept={"depth": str(depth)})
 
 
 def _acting_context(origin: RequestContext, message: InboundMessage, agent: Agent) -> RequestContext:

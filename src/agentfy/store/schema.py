@@ -472,6 +472,10 @@ agent_config_permissions = _table(
     id_columns=("id", "tenant_id", "agent_id"),
 )
 
+#: Where a team task is in its lifecycle (the transitions between them are ``agentfy.store.repos.tasks``'s).
+TASK_STATUSES: Final = ("open", "claimed", "in_progress", "done", "failed", "cancelled", "timed_out")
+TASK_TEXT_MAX_LENGTH: Final = 20_000
+
 team_tasks = _table(
     "team_tasks",
     id_pk("team-task"),
@@ -482,7 +486,24 @@ team_tasks = _table(
     sa.Column("title", sa.Text, nullable=False),
     sa.Column("status", sa.Text, nullable=False, server_default="open"),
     created_at(),
-    id_columns=("id", "tenant_id", "team_id", "created_by_agent_id", "assignee_agent_id"),
+    sa.Column("description", sa.Text, nullable=False, server_default=sa.text("''"),
+              comment="what the agent that works on it is told, after the title"),
+    sa.Column("result", sa.Text, nullable=True, comment="the answer it was completed with"),
+    sa.Column("error", sa.Text, nullable=True, comment="why it failed, timed out or was cancelled"),
+    ref("claimed_by_agent_id", "agents.id", on_delete="SET NULL", nullable=True, index=True),
+    sa.Column("claimed_at", sa.Text, nullable=True),
+    sa.Column("timeout_seconds", sa.Integer, nullable=False, server_default=sa.text("3600"),
+              comment="how long it may stay claimed or in progress"),
+    sa.Column("deadline_at", sa.Text, nullable=True, index=True,
+              comment="when a claimed or in-progress task times out; NULL: not being worked on"),
+    sa.Column("updated_at", sa.Text, nullable=False, comment="the last change of status"),
+    sa.Column("session_key", sa.Text, nullable=True, comment="the session of its last dispatched run"),
+    sa.CheckConstraint(f"status IN ({', '.join(repr(s) for s in TASK_STATUSES)})", name="status_known"),
+    sa.CheckConstraint("timeout_seconds BETWEEN 1 AND 604800", name="timeout_range"),
+    sa.CheckConstraint(f"(result IS NULL OR length(result) <= {TASK_TEXT_MAX_LENGTH}) "
+                       f"AND (error IS NULL OR length(error) <= {TASK_TEXT_MAX_LENGTH}) "
+                       f"AND length(description) <= {TASK_TEXT_MAX_LENGTH}", name="text_short"),
+    id_columns=("id", "tenant_id", "team_id", "created_by_agent_id", "assignee_agent_id", "claimed_by_agent_id"),
 )
 
 team_task_attachments = _table(

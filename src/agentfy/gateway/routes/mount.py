@@ -46,6 +46,7 @@ from agentfy.gateway.routes import (
     orgs,
     sessions,
     skills,
+    tasks,
     teams,
     usage,
     vault,
@@ -57,6 +58,7 @@ ROUTERS: Final[tuple[APIRouter, ...]] = (
     agents.router, sessions.router, memory.router, knowledge.router, teams.router, orgs.router, skills.router,
     cron.router, links.router, grants.router, vault.router, ids.router, heartbeat.router, channels.router,
     channel_access.router, usage.router, credentials.router, agent_model.router, chat.router, ws.router,
+    tasks.router,
 )
 
 #: Routers whose routes declare their own error responses, in another error shape: the OpenAI-compatible

@@ -27,6 +27,7 @@ from agentfy.runtime.model import ToolSpec
 from agentfy.store.db import Database
 from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.sessions import Session
+from agentfy.store.repos.tasks import TeamTask
 
 
 class ToolError(ValueError):
@@ -43,6 +44,9 @@ class Delegation(Protocol):
     def cancel(self, env: ToolEnv, task_id: str) -> bool: ...
 
     def send_to_session(self, env: ToolEnv, session: Session, text: str) -> None: ...
+
+    async def dispatch_teammate(self, origin: RequestContext, task_id: str, teammate: str | None, *,
+                                env: ToolEnv | None = None) -> TeamTask: ...
 
     def refused(self, env: ToolEnv, tool: str, reason: str) -> None:
         """A hand-off tool refused the call (the model is told why): recorded for the tenant and its admins."""

@@ -142,18 +142,21 @@ def list_links(tx: Tx, scope: Scope, agent_id: str | None = None,
                                 limit=limit)
 
 
+def teams_of(tx: Tx, scope: Scope, agent_id: str) -> set[str]:
+    """The IDs of the scope's teams ``agent_id`` is on, as a member or as the lead (empty: none, or no such
+    agent in the scope)."""
+    return {row[0] for row in tx.all(_TEAMS_OF, {"tenant_id": scope.tenant_id, "agent_id": agent_id})}
+
+
 def delegation_route(tx: Tx, scope: Scope, source_agent_id: str, target_agent_id: str) -> str | None:
     """How the agent ``source_agent_id`` may hand work to ``target_agent_id`` (both the scope's): ``"link"``
     (a ``delegate`` link from source to target), ``"team"`` (a team both are on), or ``None``: out of reach."""
     params = {"tenant_id": scope.tenant_id, "source_id": source_agent_id, "target_id": target_agent_id}
     if tx.one(_DELEGATE_LINK, params) is not None:
         return "link"
-    source_teams = {row[0] for row in tx.all(_TEAMS_OF, {"tenant_id": scope.tenant_id, "agent_id": source_agent_id})}
-    if source_teams:
-        target_teams = {row[0] for row in tx.all(_TEAMS_OF, {"tenant_id": scope.tenant_id,
-                                                             "agent_id": target_agent_id})}
-        if source_teams & target_teams:
-            return "team"
+    source_teams = teams_of(tx, scope, source_agent_id)
+    if source_teams and source_teams & teams_of(tx, scope, target_agent_id):
+        return "team"
     return None
 
 
