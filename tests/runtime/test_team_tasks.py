@@ -16,7 +16,7 @@ from agentfy.runtime.inbound import Inbound
 from agentfy.runtime.runner import Runtime
 from agentfy.runtime.settings import RuntimeSettings
 from agentfy.store.db import Database
-from agentfy.store.repos import agents, sessions, tasks, teams
+from agentfy.store.repos import agents, audit, sessions, tasks, teams
 from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.tasks import TeamTask
 from tests.helpers.tenants import Tenant, make_tenant
@@ -132,6 +132,11 @@ def test_a_dispatched_task_runs_as_the_person_and_its_result_is_recorded_and_ann
         announced = sessions.list_messages(tx, desk.tenant.scope, chat[0].session_key)
     assert (ran[0].role, ran[0].sender_id, ran[0].content) == ("user", PERSON, "Check the invoices")
     assert any(m.sender_id == PERSON and m.content == "@helper heard: Check the invoices" for m in announced)
+    with db.transaction(write=False) as tx:  # recorded like every hand-off: the person as the actor
+        (entry,) = audit.list_audit(tx, desk.tenant.scope, action="handoff.started")
+    assert (entry.actor_id, entry.target_id) == (PERSON, desk.helper.id)
+    assert (entry.details["tool"], entry.details["task_id"], entry.details["target"]) == (
+        "task_dispatch", task.id, "helper")
 
 
 def test_a_dispatched_run_that_fails_fails_the_task(db: Database, tmp_path: Path, desk: Desk) -> None:
@@ -153,3 +158,8 @@ def test_dispatch_refusals(db: Database, tmp_path: Path, desk: Desk) -> None:
     assert f"agent_id {outsider.id!r} is not on team" in _say(
         runtime, desk, f"/tool task_dispatch task_id={task.id} agent=outsider")
     assert _task(db, desk, task.id) == task
+    with db.transaction(write=False) as tx:  # each refusal is recorded with its reason, none as started
+        refused = audit.list_audit(tx, desk.tenant.scope, action="handoff.refused")
+        assert audit.list_audit(tx, desk.tenant.scope, action="handoff.started") == []
+    assert len(refused) == 3 and {entry.details["tool"] for entry in refused} == {"task_dispatch"}
+    assert any("is not on team" in entry.details["reason"] for entry in refused)
