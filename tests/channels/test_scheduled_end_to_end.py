@@ -7,7 +7,8 @@ PostgreSQL.
 The rules checked where a user would see them break: a run acts as the job's creator (their grant, checked
 at every fire), answers in the chat it was made in (a group, or the person's own DM scope), never in another
 tenant's chat of the same ID, fires once for slots missed while nothing ran; and a delegate is reached only
-through a ``delegate`` link (or a shared team), acting for the person who asked.
+through a ``delegate`` link (or a shared team), acting for the person who asked; a team task dispatched from
+the chat runs as its teammate for that person and its result comes back to the chat.
 """
 
 from __future__ import annotations
@@ -253,3 +254,39 @@ def test_slots_missed_while_the_server_was_down_fire_once(
     assert [run.outcome for run in ticker.at(_due(job) + 3 * HOUR)] == ["ok"]
     assert len(live.platforms.shown(before)) == 2 and len(_runs(live, acme, job["id"])) == 2
     assert _said(db, acme, "daily report") == [("user", str(ALICE))] * 2
+
+
+def test_a_task_dispatched_in_the_group_runs_as_the_telegram_sender_and_its_result_is_announced(
+        db: Database, live: Live, acme: Tenant) -> None:
+    live.bind(acme, BOT, SECRET)
+    admin = acme.headers("admin")
+
+    def made(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        answer = live.client.post(path, json=body, headers=admin)
+        assert answer.status_code == 201, answer.text
+        created: dict[str, Any] = answer.json()
+        return created
+
+    made("/v1/agents", {"agent_key": "helper"})
+    team = made("/v1/teams", {"name": "Desk", "lead": "support"})
+    made(f"/v1/teams/{team['id']}/members", {"agent": "helper"})
+    task = made(f"/v1/teams/{team['id']}/tasks", {"title": "summarise the plan"})
+    command = f"/tool task_dispatch task_id={task['id']} agent=helper"
+    refused = live.say(BOT, SECRET, command)  # a write in the group: Alice needs the grant first
+    assert refused.startswith("task_dispatch: ") and "denied (no_grant)" in refused, refused
+    assert live.client.get(f"/v1/tasks/{task['id']}", headers=admin).json()["status"] == "open"
+    made("/v1/agents/support/grants", {"chat_scope": SCOPE, "config_type": "file_writer", "sender_id": str(ALICE)})
+    before = len(live.platforms.requests)
+    live.post(BOT, SECRET, command)
+    live.wait_idle()
+    shown = live.platforms.shown(before)
+    assert all(body["chat_id"] == GROUP_CHAT for body in shown) and len(shown) == 2, shown
+    (announced,) = [body["text"] for body in shown if "reply_parameters" not in body]
+    assert announced == "@support heard: @helper heard: summarise the plan"
+    done = live.client.get(f"/v1/tasks/{task['id']}", headers=admin).json()
+    assert (done["status"], done["result"]) == ("done", "@helper heard: summarise the plan"), done
+    messages = live.client.get(f"/v1/sessions/{done['session_key']}/messages", headers=acme.headers()).json()["items"]
+    assert [(m["role"], m["sender_id"]) for m in messages if m["content"] == "summarise the plan"] == [
+        ("user", str(ALICE))]  # the teammate acted for the Telegram sender, not for the dispatching agent
+    session = live.client.get(f"/v1/sessions/{done['session_key']}", headers=acme.headers()).json()
+    assert session["user_id"] == SCOPE  # in the group's SCOPE, where Alice asked
