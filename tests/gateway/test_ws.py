@@ -382,6 +382,37 @@ def test_jsonrpc_member_and_missing_params_are_fine(client: TestClient, acme: Te
         assert rpc.send({"method": "agents.list", "params": None}, None) == {"id": None, "result": empty}
 
 
+# -- cron ----------------------------------------------------------------------------------------------------------
+def test_cron_methods_answer_the_http_bodies_and_keep_the_http_rules(client: TestClient, acme: Tenant,
+                                                                   globex: Tenant) -> None:
+    assert client.post("/v1/agents", json={"agent_key": "bot"}, headers=acme.headers()).status_code == 201
+    job = client.post("/v1/agents/bot/cron-jobs", json={"schedule": "0 9 * * *", "payload": {"message": "hi"}},
+                      headers=acme.headers()).json()
+    with connect(client, acme.headers()) as rpc:
+        listed = rpc.result("cron.list", {"agent": "bot"})
+        assert listed == client.get("/v1/agents/bot/cron-jobs", headers=acme.headers()).json()
+        assert listed["items"][0]["next_run_at"] == job["next_run_at"]
+        paused = rpc.result("cron.update", {"job_id": job["id"], "enabled": False})
+        assert paused == client.get(f"/v1/cron-jobs/{job['id']}", headers=acme.headers()).json()
+        assert paused["enabled"] is False and rpc.result("cron.get", {"job_id": job["id"]}) == paused
+        ran = rpc.result("cron.run", {"job_id": job["id"]})  # a paused job still runs now
+        assert ran["outcome"] == "ok" and ran["cause"] == "manual"
+        runs = rpc.result("cron.runs", {"job_id": job["id"]})
+        assert runs == client.get(f"/v1/cron-jobs/{job['id']}/runs", headers=acme.headers()).json()
+        assert [r["outcome"] for r in runs["items"]] == ["ok"]
+        assert rpc.result("cron.update", {"job_id": job["id"], "enabled": True})["enabled"] is True
+        bad = rpc.call("cron.get", {"job_id": "cron-job-nope"})["error"]
+        assert bad["code"] == "invalid_id" and bad["value"] == "cron-job-nope"
+        unknown = rpc.call("cron.update", {"job_id": job["id"], "enabled": "yes"})["error"]
+        assert unknown["code"] == "invalid_input" and unknown["field"] == "enabled"
+    with connect(client, acme.headers("member")) as member:
+        refused = member.call("cron.run", {"job_id": job["id"]})["error"]
+        assert refused["status"] == 403  # running a job is an operator's, on both APIs
+    with connect(client, globex.headers()) as theirs:
+        for method in ("cron.get", "cron.runs", "cron.run"):
+            assert theirs.call(method, {"job_id": job["id"]})["error"]["status"] == 404  # never another org's
+
+
 # -- events --------------------------------------------------------------------------------------------------------
 def subscribed(rpc: Rpc, slug: str) -> Rpc:
     assert rpc.result("subscribe") == {"subscribed": True, "tenant_slug": slug, "events": [

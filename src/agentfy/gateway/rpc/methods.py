@@ -1,4 +1,4 @@
-"""The WebSocket methods: the HTTP API's agent operations, with the same rules and the same role checks.
+"""The WebSocket methods: the HTTP API's agent and cron operations, with the same rules and the same role checks.
 
 Every ``agent`` parameter accepts an agent ID **or** an ``agent_key`` and is resolved by the one resolver
 the HTTP API uses (:mod:`agentfy.gateway.resolve`: in the write's own transaction for writes, through the
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic
 
 import anyio.from_thread
-from pydantic import Field
+from pydantic import Field, StrictBool
 
-from agentfy.gateway import agent_ops, chat
+from agentfy.gateway import agent_ops, chat, cron_ops
 from agentfy.gateway.auth import Principal, sign_context
 from agentfy.gateway.chat import SendParams
 from agentfy.gateway.deps import GatewayState
@@ -29,6 +29,8 @@ from agentfy.gateway.rpc.protocol import P, validate
 from agentfy.runtime.events import AGENT_EVENTS, RUN_EVENTS
 
 SIGNED_CONTEXT_TTL_SECONDS: Final = 300
+#: The longest ID a method parameter takes (canonical IDs are far shorter; legacy ones too).
+ID_PARAM_MAX_LENGTH: Final = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,22 @@ class UpdateParams(AgentPatch):
     a field added to the patch reaches both APIs."""
 
     agent: str = agent_ref_field()
+
+
+class CronJobsParams(PageParams):
+    agent: str = agent_ref_field()
+
+
+class CronJobParams(Strict):
+    job_id: str = Field(max_length=ID_PARAM_MAX_LENGTH, description="The cron job's ID.")
+
+
+class CronRunsParams(PageParams):
+    job_id: str = Field(max_length=ID_PARAM_MAX_LENGTH, description="The cron job's ID.")
+
+
+class CronEnableParams(CronJobParams):
+    enabled: StrictBool
 
 
 class SignParams(Strict):
@@ -121,6 +139,33 @@ def send(call: Call, params: SendParams) -> dict[str, Any]:
     return reply.model_dump(mode="json")
 
 
+# -- cron: the HTTP API's cron operations, shared (agentfy.gateway.cron_ops) --------------------------------
+def list_cron_jobs(call: Call, params: CronJobsParams) -> dict[str, Any]:
+    """``GET /v1/agents/{agent}/cron-jobs``: a page of the agent's jobs, each with its ``next_run_at``."""
+    return cron_ops.dumped(cron_ops.list_jobs(call.gateway, call.who, params.agent, limit=params.limit,
+                                              cursor=params.cursor))
+
+
+def get_cron_job(call: Call, params: CronJobParams) -> dict[str, Any]:
+    return cron_ops.dumped(cron_ops.get_job(call.gateway, call.who, params.job_id))
+
+
+def update_cron_job(call: Call, params: CronEnableParams) -> dict[str, Any]:
+    """``PATCH /v1/cron-jobs/{job_id}``: pause (``enabled: false``) or resume."""
+    return cron_ops.dumped(cron_ops.set_enabled(call.gateway, call.who, params.job_id, params.enabled))
+
+
+def list_cron_runs(call: Call, params: CronRunsParams) -> dict[str, Any]:
+    return cron_ops.dumped(cron_ops.list_runs(call.gateway, call.who, params.job_id, limit=params.limit,
+                                              cursor=params.cursor))
+
+
+def run_cron_job(call: Call, params: CronJobParams) -> dict[str, Any]:
+    """``POST /v1/cron-jobs/{job_id}/run``: the job now, on the server's event loop; the ended run."""
+    claim = cron_ops.start_manual_run(call.gateway, call.who, params.job_id)
+    return cron_ops.dumped(anyio.from_thread.run(cron_ops.fire, call.gateway, claim))
+
+
 # -- the table -----------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Method(Generic[P]):
@@ -132,7 +177,8 @@ class Method(Generic[P]):
 
 
 #: Methods that change nothing: their credential may come from the principal cache (writes check it afresh).
-READ_ONLY_METHODS: Final = frozenset({"agents.list", "agents.get", "agents.heartbeat", "subscribe", "unsubscribe"})
+READ_ONLY_METHODS: Final = frozenset({"agents.list", "agents.get", "agents.heartbeat", "subscribe", "unsubscribe",
+                                      "cron.list", "cron.get", "cron.runs"})
 
 METHODS: Final[dict[str, Method[Any]]] = {
     "agents.list": Method(PageParams, list_agents),
@@ -142,6 +188,11 @@ METHODS: Final[dict[str, Method[Any]]] = {
     "agents.delete": Method(AgentParams, delete_agent),
     "agents.heartbeat": Method(AgentParams, heartbeat),
     "agents.send": Method(SendParams, send),
+    "cron.list": Method(CronJobsParams, list_cron_jobs),
+    "cron.get": Method(CronJobParams, get_cron_job),
+    "cron.update": Method(CronEnableParams, update_cron_job),
+    "cron.runs": Method(CronRunsParams, list_cron_runs),
+    "cron.run": Method(CronJobParams, run_cron_job),
     "context.sign": Method(SignParams, sign),
     "subscribe": Method(NoParams, subscribe),
     "unsubscribe": Method(NoParams, unsubscribe),
