@@ -48,6 +48,7 @@ from agentfy.channels.settings import API_TIMEOUT_SECONDS, ChannelSettings, Disc
 from agentfy.events.consolidation.settings import ConsolidationSettings
 from agentfy.events.settings import BusSettings
 from agentfy.logs import LogSettings
+from agentfy.runtime.mcp.settings import McpSettings
 from agentfy.runtime.settings import RuntimeSettings
 from agentfy.store.pool import PoolSettings
 from agentfy.tracing import TelemetrySettings
@@ -114,6 +115,7 @@ class Settings(BaseModel):
     log: LogSettings = LogSettings()
     telemetry: TelemetrySettings = TelemetrySettings()
     runtime: RuntimeSettings = RuntimeSettings()
+    mcp: McpSettings = McpSettings()
 
     def channels(self) -> ChannelSettings:
         """The part of the settings the channels' webhooks are given."""

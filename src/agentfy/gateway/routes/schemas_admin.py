@@ -10,7 +10,7 @@ the router's cache for reads.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -245,6 +245,24 @@ class McpServerOut(BaseModel):
     url: str
     config: dict[str, Any]
     created_at: str
+
+
+class McpToolOut(BaseModel):
+    name: str = Field(description="The tool's name on its server.")
+    model_name: str = Field(description="The name the model is offered: mcp__<server name>__<tool name>, "
+                                        "[a-zA-Z0-9_-] and at most 64 characters.")
+    description: str
+    input_schema: dict[str, Any] = Field(description="The tool's JSON schema of its arguments, as the server "
+                                                     "declares it.")
+
+
+class McpServerToolsOut(BaseModel):
+    server_id: str = id_field("agent-mcp-server")
+    name: str
+    status: Literal["connected", "error"] = Field(description="connected: a run would be offered these tools; "
+                                                              "error: the server is unavailable (see error).")
+    error: str | None = Field(description="Why the server is unavailable; null when connected.")
+    tools: list[McpToolOut]
 
 
 # -- skills -------------------------------------------------------------------------------------------------
