@@ -49,6 +49,7 @@ from agentfy.store.repos import (
 from agentfy.store.repos.credentials import CredentialCipher
 from agentfy.store.repos.memory import MemoryDocumentInput
 from agentfy.store.repos.vault import VaultUpload
+from tests.helpers.mcp_server import closed_port_url
 
 pytestmark = pytest.mark.slow
 SECRET = b"s" * 32
@@ -264,6 +265,7 @@ UNSCOPED: dict[str, Build] = {
                                                {"name": unique("m"), "url": "https://mcp.example/x"}),
     "mcp_servers.list": lambda w, c, s: Request("GET", "/v1/agents/bot/mcp-servers"),
     "mcp_servers.delete": lambda w, c, s: Request("DELETE", f"/v1/mcp-servers/{_fresh_server(w)}"),
+    "mcp_servers.tools": lambda w, c, s: Request("GET", f"/v1/mcp-servers/{_fresh_server(w)}/tools"),
     "grants.set": lambda w, c, s: Request("POST", "/v1/agents/bot/grants", {
         "chat_scope": GROUP, "config_type": "file_writer", "sender_id": unique("s")}),
     "grants.list": lambda w, c, s: Request("GET", "/v1/agents/bot/grants"),
@@ -349,7 +351,7 @@ def _fresh_link(world: World) -> str:
 
 def _fresh_server(world: World) -> str:
     with world.tx() as tx:
-        return links.add_mcp_server(tx, world.scope, world.agent_id, name=unique("m"), url="https://m.example").id
+        return links.add_mcp_server(tx, world.scope, world.agent_id, name=unique("m"), url=closed_port_url()).id
 
 
 def _fresh_bound_agent(world: World) -> str:
