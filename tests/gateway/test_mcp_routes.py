@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agentfy.gateway.app import create_app
-from agentfy.runtime.mcp import McpSettings
+from agentfy.runtime.mcp.settings import McpSettings
 from agentfy.settings import Settings
 from agentfy.store.db import Database
 from tests.helpers.mcp_server import WeatherServer, closed_port_url

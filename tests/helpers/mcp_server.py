@@ -41,9 +41,10 @@ class _Recording:
 
 
 class WeatherServer:
-    """The MCP server described in the module docstring (``name`` is its server name)."""
+    """The MCP server described in the module docstring (``name`` is its server name; ``port``: a free one
+    when 0)."""
 
-    def __init__(self, name: str = "weather") -> None:
+    def __init__(self, name: str = "weather", *, port: int = 0) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.headers: list[Mapping[str, str]] = []
         self._lock = threading.Lock()
@@ -73,7 +74,8 @@ class WeatherServer:
         # One lifespan (the streamable app's session manager), both transports' routes.
         app = Starlette(routes=[*streamable.routes, Mount("/", routes=sse.routes)],
                         lifespan=streamable.router.lifespan_context)
-        self._served = ServedApp(_Recording(app, self.headers, self._lock), name=f"mcp-{name}", lifespan="on")
+        self._served = ServedApp(_Recording(app, self.headers, self._lock), name=f"mcp-{name}", lifespan="on",
+                                  port=port)
 
     def _record(self, tool: str, arguments: dict[str, Any]) -> None:
         with self._lock:

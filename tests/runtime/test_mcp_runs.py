@@ -18,7 +18,8 @@ import pytest
 from agentfy.agents.router import Router
 from agentfy.permissions.channels import telegram_context
 from agentfy.runtime.inbound import Reply
-from agentfy.runtime.mcp import McpSettings, McpTools
+from agentfy.runtime.mcp.offer import McpTools
+from agentfy.runtime.mcp.settings import McpSettings
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
 from agentfy.store.db import Database

@@ -39,7 +39,7 @@ from agentfy.gateway.routes.mount import register
 from agentfy.gateway.rpc.broadcast import broadcaster_for
 from agentfy.gateway.warm_reads import WarmAgentReads
 from agentfy.keys import credentials_cipher
-from agentfy.runtime.mcp import McpTools
+from agentfy.runtime.mcp.offer import McpTools
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
 from agentfy.runtime.scheduler import Firing, Scheduler

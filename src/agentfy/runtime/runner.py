@@ -70,7 +70,7 @@ from agentfy.runtime.events import (
 from agentfy.runtime.flush import flush
 from agentfy.runtime.inbound import EMPTY_TEXT_PROBLEM, Inbound, Reply, has_visible_text
 from agentfy.runtime.locks import ConversationLocks
-from agentfy.runtime.mcp import McpTools
+from agentfy.runtime.mcp.offer import McpTools
 from agentfy.runtime.model import (
     ChatMessage,
     ModelProvider,

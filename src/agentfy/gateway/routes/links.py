@@ -26,7 +26,7 @@ from agentfy.gateway.routes.schemas_admin import (
     McpServerToolsOut,
     McpToolOut,
 )
-from agentfy.runtime.mcp import McpTools, ServerStatus
+from agentfy.runtime.mcp.offer import McpTools, ServerStatus
 from agentfy.runtime.mcp.servers import parse_target
 from agentfy.runtime.mcp.settings import DEFAULT_MCP_SETTINGS
 from agentfy.store.paging import DEFAULT_LIMIT

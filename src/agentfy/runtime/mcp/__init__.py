@@ -6,9 +6,7 @@
 * :mod:`~agentfy.runtime.mcp.connections` — the process's pooled connections, reconnected after failure;
 * :mod:`~agentfy.runtime.mcp.results` — a call's result as the model's text;
 * :mod:`~agentfy.runtime.mcp.offer` — one run's tools (:class:`McpTools`), one server's status.
+
+Nothing is imported here: the settings (:mod:`agentfy.settings`, read by every command) take
+:mod:`~agentfy.runtime.mcp.settings` without loading the SDK.
 """
-
-from agentfy.runtime.mcp.offer import McpTools, RunTools, ServerStatus
-from agentfy.runtime.mcp.settings import McpSettings
-
-__all__ = ["McpSettings", "McpTools", "RunTools", "ServerStatus"]
