@@ -209,5 +209,5 @@ def test_the_mcp_section_reaches_the_servers_runtime(monkeypatch: pytest.MonkeyP
     finally:
         db.dispose()
     monkeypatch.setenv("AGENTFY_MCP_CALL_TIMEOUT_SECONDS", "0")
-    with pytest.raises(SettingsError, match="mcp.call_timeout_seconds"):
+    with pytest.raises(SettingsError, match=r"mcp\.call_timeout_seconds"):
         load_settings()
