@@ -262,7 +262,7 @@ UNSCOPED: dict[str, Build] = {
     "links.list": lambda w, c, s: Request("GET", "/v1/agents/bot/links"),
     "links.delete": lambda w, c, s: Request("DELETE", f"/v1/links/{_fresh_link(w)}"),
     "mcp_servers.add": lambda w, c, s: Request("POST", "/v1/agents/bot/mcp-servers",
-                                               {"name": unique("m"), "url": "https://mcp.example/x"}),
+                                               {"name": unique("m"), "url": closed_port_url()}),
     "mcp_servers.list": lambda w, c, s: Request("GET", "/v1/agents/bot/mcp-servers"),
     "mcp_servers.delete": lambda w, c, s: Request("DELETE", f"/v1/mcp-servers/{_fresh_server(w)}"),
     "mcp_servers.tools": lambda w, c, s: Request("GET", f"/v1/mcp-servers/{_fresh_server(w)}/tools"),

@@ -21,9 +21,13 @@ from collections.abc import Mapping
 from typing import Any, Self
 
 from mcp.server import MCPServer
+from mcp_types import CallToolResult, Tool
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
+from agentfy.runtime.mcp.connections import McpConnections, McpUnavailable, ServerKey
+from agentfy.runtime.mcp.servers import ServerTarget
+from agentfy.runtime.mcp.settings import McpSettings
 from tests.helpers.served import ServedApp
 
 
@@ -109,6 +113,21 @@ def closed_port_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/mcp"
+
+
+class NoNetwork(McpConnections):
+    """Connections that never open a socket: every server is unavailable.  For tests whose MCP server URLs are
+    generated (Schemathesis) and must never reach the network, as the model's URLs reach a mock."""
+
+    def __init__(self) -> None:
+        super().__init__(McpSettings())
+
+    async def list_tools(self, key: ServerKey, target: ServerTarget, headers: Mapping[str, str]) -> list[Tool]:
+        raise McpUnavailable("connecting failed: this test reaches no network")
+
+    async def call_tool(self, key: ServerKey, target: ServerTarget, headers: Mapping[str, str], name: str,
+                        arguments: Mapping[str, Any]) -> CallToolResult:
+        raise McpUnavailable("the call failed: this test reaches no network")
 
 
 if __name__ == "__main__":  # the stdio server of the allowed-command test: `python -m tests.helpers.mcp_server`

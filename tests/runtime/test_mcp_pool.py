@@ -3,6 +3,7 @@ down or restarted (a real MCP server on a fixed local port; both engines)."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 from agentfy.runtime.mcp.offer import McpTools
@@ -52,3 +53,28 @@ def test_runs_reuse_the_connection_and_find_a_server_again_after_it_was_down_or_
             await mcp.aclose()
 
     run(scenario())
+
+
+def test_a_server_that_never_answers_delays_a_run_by_the_connect_timeout_at_most(db: Database) -> None:
+    acme = make_tenant(db, "acme", agent_key="bot")
+    assert acme.bot is not None
+    with socket.socket() as silent:  # accepts connections (the backlog) and never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        with db.transaction() as tx:
+            links.add_mcp_server(tx, acme.scope, acme.bot.id, name="weather",
+                                 url=f"http://127.0.0.1:{silent.getsockname()[1]}/mcp")
+        mcp = McpTools(McpSettings(connect_timeout_seconds=0.5))
+
+        async def scenario() -> tuple[float, str, bool]:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            try:
+                offered = await mcp.for_run(db, acme.bot, TOOLS)
+                return loop.time() - started, offered.note, FORECAST in offered.tools
+            finally:
+                await mcp.aclose()
+
+        elapsed, note, offered = run(scenario())
+    assert not offered and "'weather' (" in note
+    assert elapsed < 2.0

@@ -28,6 +28,7 @@ from agentfy.gateway.routes.schemas import (  # re-exported for the admin routes
 from agentfy.identity.keys import SLUG_PATTERN, TENANT_SLUG_MAX_LENGTH
 from agentfy.identity.roles import Role
 from agentfy.permissions.senders import CHAT_SCOPE_PREFIXES
+from agentfy.runtime.mcp.servers import CONFIG_SCHEMA, STDIO_SCHEME
 from agentfy.schedule import SCHEDULE_MAX_LENGTH, SCHEDULE_PATTERN, TIMEZONE_MAX_LENGTH, TIMEZONE_PATTERN
 from agentfy.store.inputs import LABEL_FORBIDDEN
 from agentfy.store.repos.links import URL_MAX_LENGTH
@@ -37,6 +38,9 @@ from agentfy.store.repos.skills import SKILL_CONTENT_MAX_LENGTH
 #: A group or guild chat scope (``permissions.senders.CHAT_SCOPE_PREFIXES``) that is a label.
 _CHAT_SCOPE_START: Final = "^(?:" + "|".join(re.escape(prefix) for prefix in CHAT_SCOPE_PREFIXES) + ")"
 CHAT_SCOPE_PATTERN: Final = f"{_CHAT_SCOPE_START}[^{LABEL_FORBIDDEN}]*$"
+#: An MCP server's URL: http(s) or stdio:, and a label (the rest — a host, an allowed command — is
+#: :func:`agentfy.runtime.mcp.servers.parse_target`'s, which no pattern states).
+MCP_URL_PATTERN: Final = f"^(?:https?://|{re.escape(STDIO_SCHEME)})[^{LABEL_FORBIDDEN}]*$"
 
 
 # -- path parameters ----------------------------------------------------------------------------------------
@@ -232,10 +236,17 @@ class LinkOut(BaseModel):
     created_at: str
 
 
+#: A JSON object of the members an MCP server's config takes (:mod:`agentfy.runtime.mcp.servers`).
+McpConfig = Annotated[JsonObject, Field(json_schema_extra=CONFIG_SCHEMA, description=(
+    "How to reach the server: transport, credential (with header) and the call timeout; nothing else."))]
+
+
 class McpServerIn(Strict):
     name: Label = label_field()
-    url: Label = label_field(URL_MAX_LENGTH)
-    config: JsonObject | None = None
+    url: Label = label_field(URL_MAX_LENGTH, pattern=MCP_URL_PATTERN, description=(
+        "An http(s) URL with a host (Streamable HTTP, or SSE with config.transport 'sse'), or stdio:<command> "
+        "for a command line the platform allows (mcp.allowed_commands)."))
+    config: McpConfig | None = None
 
 
 class McpServerOut(BaseModel):

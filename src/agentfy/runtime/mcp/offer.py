@@ -169,10 +169,16 @@ class McpTools:
         return _Reachable(record, target, {target.header: target.header_value(secret)})
 
     async def _listed(self, server: _Reachable) -> tuple[list[McpTool], str | None]:
+        """The server's tools, or why there are none: connecting and listing (a retry included) take at most
+        ``mcp.connect_timeout_seconds`` together, so a slow server delays a run by that at most."""
         if server.problem is not None:
             return [], server.problem
+        budget = self.settings.connect_timeout_seconds
         try:
-            return await self.connections.list_tools(server.key, server.target, server.headers), None
+            listing = self.connections.list_tools(server.key, server.target, server.headers)
+            return await asyncio.wait_for(listing, budget), None
+        except TimeoutError:
+            return [], f"no answer within {budget:g} seconds"
         except (McpUnavailable, MCPError) as error:
             return [], str(error)
 

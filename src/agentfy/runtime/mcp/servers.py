@@ -39,7 +39,25 @@ STDIO_SCHEME: Final = "stdio:"
 DEFAULT_HEADER: Final = "Authorization"
 CONFIG_KEYS: Final = ("transport", "credential", "header", "timeout")
 #: An HTTP header name (RFC 9110 token), at most 100 characters.
-_HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}")
+HEADER_NAME_PATTERN: Final = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$"
+_HEADER_NAME: Final = re.compile(HEADER_NAME_PATTERN)
+#: The JSON schema of a record's ``config``: what :func:`parse_target` takes, stated for the API's document.
+CONFIG_SCHEMA: Final = {
+    "type": "object",
+    "properties": {
+        "transport": {"enum": list(HTTP_TRANSPORTS),
+                      "description": f"{STREAMABLE_HTTP} (the default) or {SSE}; an http(s) URL's only"},
+        "credential": {"type": "string", "pattern": credentials.NAME_PATTERN, "minLength": 1,
+                       "maxLength": credentials.SLUG_NAME_MAX_LENGTH,
+                       "description": "the organization's credential sent to the server (HTTP transports only)"},
+        "header": {"type": "string", "pattern": HEADER_NAME_PATTERN,
+                   "description": f"the header carrying the credential; {DEFAULT_HEADER} (the default) as "
+                                  "'Bearer <secret>', any other as the secret itself"},
+        "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": TIMEOUT_MAX_SECONDS,
+                    "description": "seconds one tool call may take (default: the platform's setting)"},
+    },
+    "additionalProperties": False,
+}
 
 
 @dataclass(frozen=True, slots=True)
