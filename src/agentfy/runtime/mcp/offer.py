@@ -117,10 +117,6 @@ class McpTools:
         """Close this loop's connections (shutdown)."""
         await self.connections.aclose()
 
-    def check(self, url: str, config: Mapping[str, Any] | None) -> ServerTarget:
-        """The target of a record about to be registered, or :class:`InvalidInputError` (the API's 422)."""
-        return parse_target(url, config, self.settings)
-
     # -- a run --------------------------------------------------------------------------------------------
     async def for_run(self, db: Database, agent: Agent, builtin: Mapping[str, Tool]) -> RunTools:
         """``builtin`` and the agent's MCP tools, and the note on servers unavailable in this run."""
