@@ -48,6 +48,7 @@ from agentfy.channels.settings import API_TIMEOUT_SECONDS, ChannelSettings, Disc
 from agentfy.events.consolidation.settings import ConsolidationSettings
 from agentfy.events.settings import BusSettings
 from agentfy.logs import LogSettings
+from agentfy.runtime.mcp.settings import McpSettings
 from agentfy.runtime.scheduler_settings import SchedulerSettings
 from agentfy.runtime.settings import RuntimeSettings
 from agentfy.store.pool import PoolSettings
@@ -116,6 +117,7 @@ class Settings(BaseModel):
     telemetry: TelemetrySettings = TelemetrySettings()
     runtime: RuntimeSettings = RuntimeSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
+    mcp: McpSettings = McpSettings()
 
     def channels(self) -> ChannelSettings:
         """The part of the settings the channels' webhooks are given."""

@@ -86,6 +86,17 @@ SCHEMA_INEXPRESSIBLE = (
     Inexpressible(("agents.model.set",), "invalid_input", r"base_url", r".* is not an http\(s\) URL with a host",
                   "a URL a request can be sent to (a host, a valid port, IPv6 brackets, IDNA) is the HTTP client's "
                   "grammar, not a pattern"),
+    Inexpressible(("mcp_servers.add",), "invalid_input", r"url", r".* is not an http\(s\) URL with a host.*",
+                  "a URL a request can be sent to (a host, a valid port, IPv6 brackets, IDNA) is the HTTP client's "
+                  "grammar, not a pattern"),
+    Inexpressible(("mcp_servers.add",), "invalid_input", r"url",
+                  r".*(not among this platform's allowed MCP commands|is not a command line).*",
+                  "which command lines a stdio: server may be is the platform's setting (mcp.allowed_commands), "
+                  "not a format"),
+    Inexpressible(("mcp_servers.add",), "invalid_input", r"config\.(transport|credential|header)",
+                  r".*(does not fit a stdio: URL|applies to the HTTP transports only).*",
+                  "a stdio: server takes no transport, credential or header: a relation between the url field and "
+                  "the config's members"),
     Inexpressible(("agents.model.get", "agents.model.check"), "invalid_input", r"config\.model(\..*)?", r".*",
                   "the agent's stored configuration (written by agents.create or agents.update, whose config is any "
                   "JSON object) must be one a run can use: state, not the request's format"),

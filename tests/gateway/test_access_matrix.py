@@ -50,6 +50,7 @@ from agentfy.store.repos import (
 from agentfy.store.repos.credentials import CredentialCipher
 from agentfy.store.repos.memory import MemoryDocumentInput
 from agentfy.store.repos.vault import VaultUpload
+from tests.helpers.mcp_server import closed_port_url
 
 pytestmark = pytest.mark.slow
 SECRET = b"s" * 32
@@ -281,9 +282,10 @@ UNSCOPED: dict[str, Build] = {
     "links.list": lambda w, c, s: Request("GET", "/v1/agents/bot/links"),
     "links.delete": lambda w, c, s: Request("DELETE", f"/v1/links/{_fresh_link(w)}"),
     "mcp_servers.add": lambda w, c, s: Request("POST", "/v1/agents/bot/mcp-servers",
-                                               {"name": unique("m"), "url": "https://mcp.example/x"}),
+                                               {"name": unique("m"), "url": closed_port_url()}),
     "mcp_servers.list": lambda w, c, s: Request("GET", "/v1/agents/bot/mcp-servers"),
     "mcp_servers.delete": lambda w, c, s: Request("DELETE", f"/v1/mcp-servers/{_fresh_server(w)}"),
+    "mcp_servers.tools": lambda w, c, s: Request("GET", f"/v1/mcp-servers/{_fresh_server(w)}/tools"),
     "grants.set": lambda w, c, s: Request("POST", "/v1/agents/bot/grants", {
         "chat_scope": GROUP, "config_type": "file_writer", "sender_id": unique("s")}),
     "grants.list": lambda w, c, s: Request("GET", "/v1/agents/bot/grants"),
@@ -385,7 +387,7 @@ def _fresh_link(world: World) -> str:
 
 def _fresh_server(world: World) -> str:
     with world.tx() as tx:
-        return links.add_mcp_server(tx, world.scope, world.agent_id, name=unique("m"), url="https://m.example").id
+        return links.add_mcp_server(tx, world.scope, world.agent_id, name=unique("m"), url=closed_port_url()).id
 
 
 def _fresh_bound_agent(world: World) -> str:

@@ -183,6 +183,8 @@ class BodyRule:
 
 
 _CRON = {"schedule": "0 9 * * 1"}
+_MCP_SERVERS, _MCP_SERVERS_URL = "/v1/agents/{agent}/mcp-servers", "/v1/agents/bot/mcp-servers"
+_MCP_SERVER = {"name": "search", "url": "https://mcp.example"}
 _GRANT = {"chat_scope": "group:telegram:42", "config_type": "cron", "sender_id": "telegram:7"}
 _ENTITY = {"agent": "bot", "name": "Ada", "entity_type": "person"}
 _RELATION = {"agent": "bot", "source": 0, "target": 0, "relation": "knows"}
@@ -202,6 +204,16 @@ BODY_RULES = [
              {"name": "search", "url": "https://mcp.example"}, {"url": ""}, "url"),
     BodyRule("MCP server url a label", "post", "/v1/agents/{agent}/mcp-servers", "/v1/agents/bot/mcp-servers",
              {"name": "search", "url": "https://mcp.example"}, {"url": "https://x\r\nHost: y"}, "url"),
+    BodyRule("MCP server url http(s) or stdio:", "post", _MCP_SERVERS, _MCP_SERVERS_URL, _MCP_SERVER,
+             {"url": "ftp://mcp.example"}, "url"),
+    BodyRule("MCP server transport streamable-http or sse", "post", _MCP_SERVERS, _MCP_SERVERS_URL, _MCP_SERVER,
+             {"config": {"transport": "websocket"}}, "config.transport"),
+    BodyRule("MCP server config only its members", "post", _MCP_SERVERS, _MCP_SERVERS_URL, _MCP_SERVER,
+             {"config": {"command": "sh"}}, "config.command"),
+    BodyRule("MCP server call timeout above 0", "post", _MCP_SERVERS, _MCP_SERVERS_URL, _MCP_SERVER,
+             {"config": {"timeout": 0}}, "config.timeout"),
+    BodyRule("MCP server credential a name", "post", _MCP_SERVERS, _MCP_SERVERS_URL, _MCP_SERVER,
+             {"config": {"credential": "Not A Name"}}, "config.credential"),
     BodyRule("skill name non-empty", "post", "/v1/skills", "/v1/skills", {"name": "greet", "content": "Say hi"},
              {"name": ""}, "name"),
     BodyRule("skill name a label", "post", "/v1/skills", "/v1/skills", {"name": "greet", "content": "Say hi"},

@@ -58,6 +58,7 @@ from agentfy.settings import load_settings
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, orgs
 from tests.gateway.contract_rules import ensure_resource_availability, positive_data_acceptance
+from tests.helpers.mcp_server import NoNetwork
 from tests.helpers.mock_anthropic import MockAnthropic
 from tests.helpers.mock_openai import MockOpenAI
 
@@ -117,6 +118,9 @@ def _api(db: Database, workspaces: Path) -> Api:
     # message): every URL reaches a fake OpenAI-compatible or Anthropic server, never the network.
     app.state.gateway.runtime.providers.clients = MockOpenAI().clients()
     app.state.gateway.runtime.providers.anthropic_clients = MockAnthropic().clients()
+    # An MCP server may be registered at any http(s) URL and then listed (its tools route, a run): none is
+    # reached; each is unavailable, as a server that is down.
+    app.state.gateway.runtime.mcp.connections = NoNetwork()
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     # Schemathesis's own generation settings, for whatever of it does not go through the @given below: no
     # randomness of its own, no example database.  The owner key is sent with every request, so the bearer

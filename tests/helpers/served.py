@@ -26,10 +26,11 @@ START_TIMEOUT_SECONDS = 20.0
 
 class ServedApp:
     """``app`` under uvicorn in a daemon thread (see the module docstring); ``lifespan`` as uvicorn takes it
-    (``"off"`` for a bare Starlette app, ``"auto"`` to run the app's start-up and shutdown)."""
+    (``"off"`` for a bare Starlette app, ``"auto"`` to run the app's start-up and shutdown); ``port``: a
+    free one when 0, else that one (a server that comes back where it was)."""
 
-    def __init__(self, app: Any, *, name: str = "served-app", lifespan: str = "auto") -> None:
-        self._app, self._name, self._lifespan = app, name, lifespan
+    def __init__(self, app: Any, *, name: str = "served-app", lifespan: str = "auto", port: int = 0) -> None:
+        self._app, self._name, self._lifespan, self._port = app, name, lifespan, port
         self._socket: socket.socket | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -47,7 +48,7 @@ class ServedApp:
     def start(self) -> ServedApp:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", self._port))
         self._socket = sock
         config = uvicorn.Config(self._app, lifespan=self._lifespan, log_config=None, log_level="warning",
                                 access_log=False, timeout_graceful_shutdown=1)

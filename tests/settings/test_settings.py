@@ -232,3 +232,23 @@ def test_the_scheduler_section_reaches_the_servers_cron_scheduler(monkeypatch: p
         db.dispose()
     assert (scheduler.settings.poll_seconds, scheduler.settings.batch_size) == (0.25, 7)
     assert scheduler.housekeeping.settings.run_retention_days == 2
+
+
+def test_the_mcp_section_reaches_the_servers_runtime(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The allowed stdio commands and the MCP timeouts come from the platform's settings (here the
+    environment, a JSON list for the commands), never from an organization."""
+    monkeypatch.setenv("AGENTFY_MCP_ALLOWED_COMMANDS", '["mcp-server-time --local-timezone UTC"]')
+    monkeypatch.setenv("AGENTFY_MCP_CALL_TIMEOUT_SECONDS", "12")
+    settings = load_settings()
+    assert settings.mcp.allowed_commands == ("mcp-server-time --local-timezone UTC",)
+    db = Database(f"sqlite:///{tmp_path / 'a.db'}")
+    try:
+        upgrade(db)
+        app = create_app(db, signing_secret=b"s" * 32, settings=settings, workspace_root=tmp_path / "w")
+        assert app.state.gateway.runtime.mcp.settings == settings.mcp
+        assert app.state.gateway.runtime.mcp.settings.call_timeout_seconds == 12
+    finally:
+        db.dispose()
+    monkeypatch.setenv("AGENTFY_MCP_CALL_TIMEOUT_SECONDS", "0")
+    with pytest.raises(SettingsError, match=r"mcp\.call_timeout_seconds"):
+        load_settings()

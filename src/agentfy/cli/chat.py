@@ -26,6 +26,7 @@ def chat(
     from agentfy.gateway.app import default_workspace_root  # noqa: PLC0415
     from agentfy.keys import credentials_cipher  # noqa: PLC0415
     from agentfy.runtime import terminal  # noqa: PLC0415
+    from agentfy.runtime.mcp.offer import McpTools  # noqa: PLC0415
     from agentfy.runtime.providers import Providers  # noqa: PLC0415
 
     settings = resolve_settings(database_url=database_url)
@@ -45,13 +46,13 @@ def chat(
                 return None
 
         # The key `agentfy serve` decrypts credentials with (a model's API key), when there is one.
-        providers = Providers(cipher=credentials_cipher(settings, db.url, create=False, required=False),
-                              policy=settings.runtime.call_policy())
+        cipher = credentials_cipher(settings, db.url, create=False, required=False)
+        providers = Providers(cipher=cipher, policy=settings.runtime.call_policy())
         asyncio.run(terminal.chat(db, target, workspace_root=settings.workspace_root or default_workspace_root(db),
                                   conversation=conversation, providers=providers, read=read,
                                   write=lambda text: out.print(text, highlight=False, markup=False, soft_wrap=True),
                                   write_piece=lambda piece: out.print(piece, highlight=False, markup=False,
                                                                       soft_wrap=True, end=""),
-                                  settings=settings.runtime))
+                                  settings=settings.runtime, mcp=McpTools(settings.mcp, cipher=cipher)))
     finally:
         db.dispose()

@@ -39,6 +39,7 @@ from agentfy.gateway.routes.mount import register
 from agentfy.gateway.rpc.broadcast import broadcaster_for
 from agentfy.gateway.warm_reads import WarmAgentReads
 from agentfy.keys import credentials_cipher
+from agentfy.runtime.mcp.offer import McpTools
 from agentfy.runtime.memory_models import AgentModels, ModelCalls, ModelExtractor, ModelSummariser
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
@@ -68,7 +69,8 @@ def _runtime(gateway: GatewayState, settings: Settings, workspace_root: Path | N
     root = workspace_root or settings.workspace_root or default_workspace_root(gateway.db)
     return Runtime(gateway.db, gateway.router, workspace_root=root,
                    providers=Providers(cipher=cipher, policy=settings.runtime.call_policy()),
-                   events=broadcaster_for(gateway.db), settings=settings.runtime)
+                   events=broadcaster_for(gateway.db), settings=settings.runtime,
+                   mcp=McpTools(settings.mcp, cipher=cipher))
 
 
 def _start_workers(gateway: GatewayState, settings: Settings) -> None:
@@ -173,6 +175,7 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
         await app.state.channels.aclose()
         if gateway.runtime is not None:
             await gateway.runtime.providers.aclose()  # the model SDK's connections
+            await gateway.runtime.mcp.aclose()  # the MCP servers' connections
             await run_in_threadpool(gateway.runtime.close)
         await run_in_threadpool(_stop_workers, gateway)
         db.changes.stop_listening()

@@ -146,6 +146,7 @@ RULES: Final[dict[str, Rule]] = {
     "mcp_servers.add": _r("operator", "attach an MCP server"),
     "mcp_servers.list": _r("operator", "list an agent's MCP servers"),
     "mcp_servers.delete": _r("operator", "remove an MCP server"),
+    "mcp_servers.tools": _r("operator", "list an MCP server's tools and whether it is reachable"),
     "grants.set": _r("admin", "grant or deny a group-chat permission"),
     "grants.list": _r("member", "list an agent's grants"),
     "grants.delete": _r("admin", "delete a grant"),

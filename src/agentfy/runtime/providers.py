@@ -74,7 +74,7 @@ class ModelConfigError(ValueError):
         self.expected = expected
 
 
-def _is_http_url(value: str) -> bool:
+def is_http_url(value: str) -> bool:
     """Whether a request can be sent to ``value``: http(s), a host, parsed as the HTTP client parses it."""
     if not value.startswith(("https://", "http://")):
         return False
@@ -151,7 +151,7 @@ class ModelSettings:
                 if fields[name] is None:
                     raise ModelConfigError(f"{_path(field, name)} is required for provider {provider!r}",
                                            field=_path(field, name), expected="a non-empty string")
-            if not _is_http_url(str(fields["base_url"])):
+            if not is_http_url(str(fields["base_url"])):
                 example = ANTHROPIC_BASE_URL if provider == ANTHROPIC else "https://api.openai.com/v1"
                 raise ModelConfigError(f"{_path(field, 'base_url')} {fields['base_url']!r:.200} is not an http(s) "
                                        "URL with a host", field=_path(field, "base_url"), value=fields["base_url"],

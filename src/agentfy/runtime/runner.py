@@ -74,6 +74,7 @@ from agentfy.runtime.events import (
 from agentfy.runtime.flush import flush
 from agentfy.runtime.inbound import EMPTY_TEXT_PROBLEM, Inbound, Reply, has_visible_text
 from agentfy.runtime.locks import ConversationLocks
+from agentfy.runtime.mcp.offer import McpTools
 from agentfy.runtime.model import (
     ChatMessage,
     ModelProvider,
@@ -123,12 +124,13 @@ class Runtime:
     ``providers`` picks each agent's model (default: the offline model for agents without a ``model``
     configuration); ``events`` receives run events (the gateway passes its broadcaster); ``outbound``
     receives replies the runtime produces on its own — announced subagent and delegate results — to send
-    them to the chat (``None``: they are only stored in the session).
+    them to the chat (``None``: they are only stored in the session); ``mcp`` adds the agent's MCP servers'
+    tools to every run (default: no stdio command allowed, the default timeouts, the providers' cipher).
     """
 
     def __init__(self, db: Database, router: Router, *, workspace_root: Path, providers: Providers | None = None,
                  events: RunEvents | None = None, outbound: Outbound | None = None,
-                 settings: RuntimeSettings | None = None) -> None:
+                 settings: RuntimeSettings | None = None, mcp: McpTools | None = None) -> None:
         self.db = db
         self.router = router
         self.workspace_root = Path(workspace_root)
@@ -136,6 +138,8 @@ class Runtime:
         self.events: RunEvents = events if events is not None else NoEvents()
         self.outbound = outbound
         self.settings = settings if settings is not None else DEFAULT_RUNTIME_SETTINGS
+        #: The agents' MCP servers' tools, added to the built-in ones in every run (:mod:`agentfy.runtime.mcp`).
+        self.mcp = mcp if mcp is not None else McpTools(cipher=self.providers.cipher)
         self._locks = ConversationLocks(db)
         self._slugs: dict[str, str] = {}
         #: This process's token totals (``/metrics``): by provider and kind, see :mod:`agentfy.runtime.usage`.
@@ -251,14 +255,15 @@ class Runtime:
         :class:`~agentfy.runtime.inbound.Reply`) — and the run's summed usage."""
         env = ToolEnv(self.db, agent, turn.tenant_slug, self.workspace_root, context, inbound.channel,
                       inbound.conversation, self, inbound.depth)
-        specs = [tool.spec for tool in TOOLS.values()]
+        offered = await self.mcp.for_run(self.db, agent, TOOLS)
+        specs = [tool.spec for tool in offered.tools.values()]
         messages = turn.messages
         shown = _Shown(self.events, agent, turn.tenant_slug, run_id, scope_user_id=context.user_id,
                        on_text=on_text)
         used: Usage | None = None
         for _ in range(self.settings.max_tool_rounds + 1):
             prompt = prompting.system_prompt(agent, turn.tenant_slug, self.workspace_root, turn.session.session_key,
-                                             skills=turn.skills)
+                                             skills=turn.skills) + offered.note
             response = await turn.provider.complete(ModelRequest(prompt, list(messages), specs, agent.agent_key),
                                                     on_text=shown.piece)
             if response.usage is not None:
@@ -271,7 +276,7 @@ class Runtime:
             results: list[ChatMessage] = []
             for call in response.tool_calls:
                 emit(self.events, TOOL_CALLED, agent, turn.tenant_slug, {"id": run_id, "tool": call.name})
-                result = await run_tool(env, call)
+                result = await run_tool(env, call, offered.tools)
                 results.append(ChatMessage("tool", result[:MESSAGE_MAX_LENGTH], tool_call_id=call.id))
             await asyncio.to_thread(self._store_round, agent, turn.session.session_key, called, results)
             messages.extend((called, *results))

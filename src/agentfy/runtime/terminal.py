@@ -27,6 +27,7 @@ from agentfy.identity import AgentKey, OrgId, Scope
 from agentfy.permissions.channels import http_context
 from agentfy.runtime.failures import failure_note, failure_reference
 from agentfy.runtime.inbound import Inbound
+from agentfy.runtime.mcp.offer import McpTools
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
 from agentfy.runtime.settings import RuntimeSettings
@@ -90,12 +91,14 @@ def terminal_user() -> str:
 async def chat(db: Database, target: Target, *, workspace_root: Path, conversation: str,
                read: Callable[[], str | None], write: Callable[[str], None],
                providers: Providers | None = None, write_piece: Callable[[str], None] | None = None,
-               settings: RuntimeSettings | None = None) -> int:
+               settings: RuntimeSettings | None = None, mcp: McpTools | None = None) -> int:
     """Talk until ``read`` returns ``None`` or ``/quit``; returns the number of replies.  ``write`` prints a
     line; ``write_piece``, when given, prints the reply's pieces as they stream (no line end: the reply's end
     gets one), else the reply is printed whole.  ``providers``: the models, with the credentials key when the
-    agent's model needs a stored credential (default: none); ``settings``: the process's ``runtime`` section."""
-    runtime = Runtime(db, Router(db), workspace_root=workspace_root, providers=providers, settings=settings)
+    agent's model needs a stored credential (default: none); ``settings``: the process's ``runtime`` section;
+    ``mcp``: the agents' MCP tools with the process's ``mcp`` section (closed at the end)."""
+    runtime = Runtime(db, Router(db), workspace_root=workspace_root, providers=providers, settings=settings,
+                      mcp=mcp)
     context = http_context(terminal_user(), tenant_id=target.tenant_id, role="owner")
     replies = 0
     while True:
@@ -135,4 +138,5 @@ async def chat(db: Database, target: Target, *, workspace_root: Path, conversati
             write(reply.text if reply.text is not None else "(no reply)")
         await runtime.wait_idle()
         replies += 1
+    await runtime.mcp.aclose()
     return replies

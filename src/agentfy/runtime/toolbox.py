@@ -9,6 +9,7 @@ tool's answer (the model can correct itself), and so is a call whose arguments d
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
@@ -28,9 +29,10 @@ TOOLS: Final = MappingProxyType({tool.spec.name: tool for tool in (
     TASK_COMPLETE, TASK_FAIL, TASK_DISPATCH)})
 
 
-async def run_tool(env: ToolEnv, call: ToolCall, tools: MappingProxyType[str, Tool] = TOOLS) -> str:
+async def run_tool(env: ToolEnv, call: ToolCall, tools: Mapping[str, Tool] = TOOLS) -> str:
     """The answer of one tool call: the tool's result, its :class:`ToolError` (arguments that do not fit the
-    tool's schema included: the tool does not run), or "unknown tool"."""
+    tool's schema included: the tool does not run), or "unknown tool".  ``tools``: the run's (the built-in ones
+    and the agent's MCP tools, :mod:`agentfy.runtime.mcp`)."""
     tool = tools.get(call.name)
     if tool is None:
         return f"error: there is no tool {call.name[:100]!r}; the tools are {', '.join(sorted(tools))}"

@@ -1,14 +1,17 @@
 """Agent links (``/v1/agents/{agent}/links``, ``/v1/links/{link_id}``) and an agent's MCP servers
-(``/v1/agents/{agent}/mcp-servers``, ``/v1/mcp-servers/{server_id}``).
+(``/v1/agents/{agent}/mcp-servers``, ``/v1/mcp-servers/{server_id}``, its tools ``.../tools``).
 
-Both ends of a link are agents of the caller's organization, each named by ID or agent_key.
+Both ends of a link are agents of the caller's organization, each named by ID or agent_key.  An MCP server's
+URL and config are checked by the runtime's rule (:mod:`agentfy.runtime.mcp.servers`) before it is stored:
+what a run would refuse is never registered.
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from agentfy.gateway.deps import Authenticated
+from agentfy.errors import ApiError
+from agentfy.gateway.deps import Authenticated, GatewayState
 from agentfy.gateway.errors import fields_as_sent
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
@@ -20,7 +23,12 @@ from agentfy.gateway.routes.schemas_admin import (
     McpServerIdPath,
     McpServerIn,
     McpServerOut,
+    McpServerToolsOut,
+    McpToolOut,
 )
+from agentfy.runtime.mcp.offer import McpTools, ServerStatus
+from agentfy.runtime.mcp.servers import parse_target
+from agentfy.runtime.mcp.settings import DEFAULT_MCP_SETTINGS
 from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import links
 from agentfy.store.repos.links import AgentLink, AgentMcpServer
@@ -68,10 +76,28 @@ def delete_link(link_id: LinkIdPath, call: Authenticated) -> Response:
 
 
 # -- MCP servers ------------------------------------------------------------------------------------------
+def _mcp_of(gateway: GatewayState) -> McpTools | None:
+    return None if gateway.runtime is None else gateway.runtime.mcp
+
+
+def tools_out(status: ServerStatus) -> McpServerToolsOut:
+    return McpServerToolsOut(server_id=status.server.id, name=status.server.name,
+                             status="connected" if status.error is None else "error", error=status.error,
+                             tools=[McpToolOut(name=tool.name, model_name=tool.model_name,
+                                               description=tool.description, input_schema=dict(tool.input_schema))
+                                    for tool in status.tools])
+
+
 @router.post("/agents/{agent}/mcp-servers", operation_id="mcp_servers.add",
              status_code=201, response_model=McpServerOut)
 def add_mcp_server(agent: AgentRef, body: McpServerIn, call: Authenticated) -> McpServerOut:
-    """Attach an MCP server to the agent (operator).  A second server of the same name: 409."""
+    """Attach an MCP server to the agent (operator): an http(s) URL (Streamable HTTP; ``config.transport``
+    ``"sse"`` for SSE), or ``stdio:<command>`` for a command the platform allows (``mcp.allowed_commands``);
+    ``config`` may name the organization's ``credential`` to send in ``header`` (default Authorization, as
+    ``Bearer <secret>``) and a call ``timeout`` in seconds.  Anything else is 422 naming the field; a second
+    server of the same name: 409."""
+    mcp = _mcp_of(call.gateway)
+    parse_target(body.url, body.config, DEFAULT_MCP_SETTINGS if mcp is None else mcp.settings)
     with call.gateway.db.transaction() as tx:
         agent_id = agent_in(tx, call.who, agent).id
         return mcp_out(links.add_mcp_server(tx, call.who.scope, agent_id, name=body.name, url=body.url,
@@ -95,3 +121,14 @@ def delete_mcp_server(server_id: McpServerIdPath, call: Authenticated) -> Respon
     with call.gateway.db.transaction() as tx:
         links.delete_mcp_server(tx, call.who.scope, server_id)
     return Response(status_code=204)
+
+
+@router.get("/mcp-servers/{server_id}/tools", operation_id="mcp_servers.tools", response_model=McpServerToolsOut)
+async def list_mcp_server_tools(server_id: McpServerIdPath, call: Authenticated) -> McpServerToolsOut:
+    """The server's tools as its agent's runs are offered them, found by connecting now: ``status``
+    ``connected`` with the tools, or ``error`` with the reason (unreachable, refused, its credential missing)
+    and no tools (operator).  Another organization's server: 404."""
+    mcp = _mcp_of(call.gateway)
+    if mcp is None:
+        raise ApiError(503, "unavailable", "this server runs no agent runtime")
+    return tools_out(await mcp.status(call.gateway.db, call.who.scope, server_id))

@@ -10,7 +10,7 @@ the router's cache for reads.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -28,6 +28,7 @@ from agentfy.gateway.routes.schemas import (  # re-exported for the admin routes
 from agentfy.identity.keys import SLUG_PATTERN, TENANT_SLUG_MAX_LENGTH
 from agentfy.identity.roles import Role
 from agentfy.permissions.senders import CHAT_SCOPE_PREFIXES
+from agentfy.runtime.mcp.servers import CONFIG_SCHEMA, STDIO_SCHEME
 from agentfy.schedule import SCHEDULE_MAX_LENGTH, SCHEDULE_PATTERN, TIMEZONE_MAX_LENGTH, TIMEZONE_PATTERN
 from agentfy.store.inputs import LABEL_FORBIDDEN
 from agentfy.store.repos.links import URL_MAX_LENGTH
@@ -37,6 +38,9 @@ from agentfy.store.repos.skills import SKILL_CONTENT_MAX_LENGTH
 #: A group or guild chat scope (``permissions.senders.CHAT_SCOPE_PREFIXES``) that is a label.
 _CHAT_SCOPE_START: Final = "^(?:" + "|".join(re.escape(prefix) for prefix in CHAT_SCOPE_PREFIXES) + ")"
 CHAT_SCOPE_PATTERN: Final = f"{_CHAT_SCOPE_START}[^{LABEL_FORBIDDEN}]*$"
+#: An MCP server's URL: http(s) or stdio:, and a label (the rest — a host, an allowed command — is
+#: :func:`agentfy.runtime.mcp.servers.parse_target`'s, which no pattern states).
+MCP_URL_PATTERN: Final = f"^(?:https?://|{re.escape(STDIO_SCHEME)})[^{LABEL_FORBIDDEN}]*$"
 
 
 # -- path parameters ----------------------------------------------------------------------------------------
@@ -232,10 +236,17 @@ class LinkOut(BaseModel):
     created_at: str
 
 
+#: A JSON object of the members an MCP server's config takes (:mod:`agentfy.runtime.mcp.servers`).
+McpConfig = Annotated[JsonObject, Field(json_schema_extra=CONFIG_SCHEMA, description=(
+    "How to reach the server: transport, credential (with header) and the call timeout; nothing else."))]
+
+
 class McpServerIn(Strict):
     name: Label = label_field()
-    url: Label = label_field(URL_MAX_LENGTH)
-    config: JsonObject | None = None
+    url: Label = label_field(URL_MAX_LENGTH, pattern=MCP_URL_PATTERN, description=(
+        "An http(s) URL with a host (Streamable HTTP, or SSE with config.transport 'sse'), or stdio:<command> "
+        "for a command line the platform allows (mcp.allowed_commands)."))
+    config: McpConfig | None = None
 
 
 class McpServerOut(BaseModel):
@@ -245,6 +256,24 @@ class McpServerOut(BaseModel):
     url: str
     config: dict[str, Any]
     created_at: str
+
+
+class McpToolOut(BaseModel):
+    name: str = Field(description="The tool's name on its server.")
+    model_name: str = Field(description="The name the model is offered: mcp__<server name>__<tool name>, "
+                                        "[a-zA-Z0-9_-] and at most 64 characters.")
+    description: str
+    input_schema: dict[str, Any] = Field(description="The tool's JSON schema of its arguments, as the server "
+                                                     "declares it.")
+
+
+class McpServerToolsOut(BaseModel):
+    server_id: str = id_field("agent-mcp-server")
+    name: str
+    status: Literal["connected", "error"] = Field(description="connected: a run would be offered these tools; "
+                                                              "error: the server is unavailable (see error).")
+    error: str | None = Field(description="Why the server is unavailable; null when connected.")
+    tools: list[McpToolOut]
 
 
 # -- skills -------------------------------------------------------------------------------------------------

@@ -122,9 +122,11 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 100 else text[:100] + "…"
 
 
-def _check(tool: str, name: str, schema: Mapping[str, Any], value: Any) -> None:
+def _check(tool: str, name: str, schema: object, value: Any) -> None:
+    if not isinstance(schema, Mapping):  # a boolean schema (an MCP server's): nothing to check here
+        return
     kind = schema.get("type")
-    if kind in _TYPES:
+    if isinstance(kind, str) and kind in _TYPES:
         expected, fits = _TYPES[kind]
         if not fits(value):
             raise ToolError(f"{tool}: argument {name!r} must be {expected}, got {_shown(value)}")
@@ -144,18 +146,19 @@ def _check(tool: str, name: str, schema: Mapping[str, Any], value: Any) -> None:
 
 
 def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
-    """:class:`ToolError` unless ``arguments`` fit ``spec.parameters``: no undeclared argument, every required
-    one present, each of its declared type and within its bounds.  The message names the tool, the argument,
-    the value and what was expected, so the model can correct its call."""
+    """:class:`ToolError` unless ``arguments`` fit ``spec.parameters``: no undeclared argument (where the schema
+    says ``additionalProperties: false``, as every built-in tool's does), every required one present, each of
+    its declared type and within its bounds.  The message names the tool, the argument, the value and what was
+    expected, so the model can correct its call."""
     declared = spec.parameters.get("properties", {})
     extra = sorted(set(arguments) - set(declared))
-    if extra:
+    if extra and spec.parameters.get("additionalProperties", True) is False:
         raise ToolError(f"{spec.name} takes {', '.join(declared) or 'no arguments'}; unknown argument {extra[0]!r}")
     for name in spec.parameters.get("required", ()):
         if name not in arguments:
             raise ToolError(f"{spec.name} needs the argument {name!r} (got {', '.join(sorted(arguments)) or 'none'})")
     for name, value in arguments.items():
-        _check(spec.name, name, declared[name], value)
+        _check(spec.name, name, declared.get(name), value)
 
 
 def text(arguments: Mapping[str, Any], name: str) -> str:
