@@ -43,6 +43,7 @@ from typing import Any
 import jsonschema
 import pytest
 import schemathesis
+import sqlalchemy as sa
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis.errors import Unsatisfiable
 from hypothesis.stateful import run_state_machine_as_test
@@ -55,6 +56,7 @@ from agentfy.gateway.app import create_app
 from agentfy.identity import Scope
 from agentfy.ids import format_id
 from agentfy.settings import load_settings
+from agentfy.store import schema
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, orgs
 from tests.gateway.contract_rules import ensure_resource_availability, positive_data_acceptance
@@ -462,16 +464,50 @@ def test_a_method_a_path_does_not_have_is_405_naming_the_ones_it_has(api: Api) -
     _report(failures)
 
 
+class Snapshot:
+    """Every row of the database as it is now, by primary key; :meth:`restore` deletes every row written since
+    (children first) and empties the app's caches.  Each stateful example starts from the same database, so
+    what an example's requests answer depends on the example alone: a name another example already took (409
+    instead of 201) would otherwise change which links the next run can follow, and Hypothesis refuses data
+    generation that depends on state outside the example."""
+
+    def __init__(self, db: Database, app: Any) -> None:
+        self.db, self.app = db, app
+        self.tables = [table for table in reversed(schema.metadata.sorted_tables) if table.primary_key.columns]
+        with db.transaction(write=False) as tx:
+            self.kept = {table.name: {tuple(row) for row in tx.all(sa.select(*table.primary_key.columns))}
+                         for table in self.tables}
+
+    def restore(self) -> None:
+        with self.db.transaction() as tx:
+            for table in self.tables:
+                key = list(table.primary_key.columns)
+                for row in tx.all(sa.select(*key)):
+                    if tuple(row) not in self.kept[table.name]:
+                        tx.execute(sa.delete(table).where(*(column == value for column, value in zip(key, row,
+                                                                                                      strict=True))))
+        gateway = self.app.state.gateway
+        gateway.router.clear()
+        gateway.principals.clear()
+        gateway.rendered_agents.clear()
+
+
 @pytest.mark.slow
-def test_following_links_keeps_the_contract(api: Api) -> None:
+def test_following_links_keeps_the_contract(db: Database, api: Api) -> None:
     """Create, then read, change and delete what was created, along the links Schemathesis infers: deleted
-    objects must be gone (``use_after_free``) and created ones there (``ensure_resource_availability``)."""
+    objects must be gone (``use_after_free``) and created ones there (``ensure_resource_availability``).  Each
+    example starts from the same database (:class:`Snapshot`)."""
     machine = api.schema.as_state_machine()
     headers = api.a.headers
+    snapshot = Snapshot(db, api.app)
 
     class Workflow(machine):  # type: ignore[misc, valid-type]
         def get_call_kwargs(self, case: schemathesis.Case) -> dict[str, Any]:
             return {"headers": headers}
+
+        def teardown(self) -> None:
+            super().teardown()
+            snapshot.restore()
 
         def validate_response(self, response: Any, case: schemathesis.Case, additional_checks: Any = None,
                               **kwargs: Any) -> None:
