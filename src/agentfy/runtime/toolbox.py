@@ -19,10 +19,11 @@ from agentfy.runtime.tools.delegation import CANCEL_TASK, DELEGATE, SPAWN_SUBAGE
 from agentfy.runtime.tools.files import READ_FILE, WRITE_FILE
 from agentfy.runtime.tools.records import CREATE_CRON, PUBLISH_SKILL, SEARCH_MEMORY
 from agentfy.runtime.tools.skills import READ_SKILL
+from agentfy.runtime.tools.vault import READ_VAULT, SEARCH_VAULT
 
 TOOLS: Final = MappingProxyType({tool.spec.name: tool for tool in (
     READ_FILE, WRITE_FILE, CREATE_CRON, PUBLISH_SKILL, READ_SKILL, SEARCH_MEMORY, SPAWN_SUBAGENT, DELEGATE,
-    CANCEL_TASK, SESSIONS_LIST, SESSION_SEND)})
+    CANCEL_TASK, SESSIONS_LIST, SESSION_SEND, SEARCH_VAULT, READ_VAULT)})
 
 
 async def run_tool(env: ToolEnv, call: ToolCall, tools: MappingProxyType[str, Tool] = TOOLS) -> str:
