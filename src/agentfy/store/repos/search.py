@@ -64,22 +64,24 @@ _SQLITE: Final = (
     "ORDER BY score DESC, e.source_id LIMIT :limit")
 
 # -- PostgreSQL: each kind's best rows from its own table, then the best of those --------------------------
-_QUERY: Final = "plainto_tsquery('simple', :query)"
+# The tsquery is a FROM item (computed once per statement, even in a generic plan) and travels with each row to
+# the snippet.
 _PG_KINDS: Final[dict[Kind, str]] = {
-    "memory": ("SELECT 'memory' AS kind, id, path AS title, left(content, {n}) AS body, "
-               "ts_rank(search_vector, {q}, 1) AS score FROM memory_documents "
-               "WHERE search_vector @@ {q} AND tenant_id = :tenant_id AND agent_id = :agent_id "
+    "memory": ("SELECT 'memory' AS kind, id, path AS title, left(content, {n}) AS body, q, "
+               "ts_rank(search_vector, q, 1) AS score FROM memory_documents, {q} "
+               "WHERE search_vector @@ q AND tenant_id = :tenant_id AND agent_id = :agent_id "
                "AND user_id = :user_id ORDER BY score DESC, id LIMIT :limit"),
     "episodic": ("SELECT 'episodic' AS kind, id, session_key || ' #' || compaction_count AS title, "
-                 "left(summary, {n}) AS body, ts_rank(search_vector, {q}, 1) AS score FROM episodic_summaries "
-                 "WHERE search_vector @@ {q} AND tenant_id = :tenant_id AND agent_id = :agent_id "
+                 "left(summary, {n}) AS body, q, ts_rank(search_vector, q, 1) AS score FROM episodic_summaries, {q} "
+                 "WHERE search_vector @@ q AND tenant_id = :tenant_id AND agent_id = :agent_id "
                  "AND user_id = :user_id ORDER BY score DESC, id LIMIT :limit"),
-    "vault": ("SELECT 'vault' AS kind, id, path AS title, text_content AS body, "
-              "ts_rank(search_vector, {q}, 1) AS score FROM vault_documents "
-              "WHERE search_vector @@ {q} AND tenant_id = :tenant_id AND agent_id = :agent_id "
+    "vault": ("SELECT 'vault' AS kind, id, path AS title, text_content AS body, q, "
+              "ts_rank(search_vector, q, 1) AS score FROM vault_documents, {q} "
+              "WHERE search_vector @@ q AND tenant_id = :tenant_id AND agent_id = :agent_id "
               "ORDER BY score DESC, id LIMIT :limit"),
 }
-_PG: Final = ("SELECT kind, id, title, ts_headline('simple', body, {q}, "
+_PG_QUERY: Final = "plainto_tsquery('simple', :query) AS q"
+_PG: Final = ("SELECT kind, id, title, ts_headline('simple', body, q, "
               "'MaxWords={words}, MinWords={min_words}, StartSel=\"\", StopSel=\"\"'), score "
               "FROM ({branches}) AS hits ORDER BY score DESC, id LIMIT :limit")
 
@@ -87,8 +89,9 @@ _PG: Final = ("SELECT kind, id, title, ts_headline('simple', body, {q}, "
 def _sql(dialect: str, kinds: tuple[Kind, ...]) -> str:
     """The search statement for these kinds (a few constant strings: the database caches each compiled)."""
     if dialect == "postgresql":
-        branches = " UNION ALL ".join(f"({_PG_KINDS[kind].format(n=INDEXED_CHARS, q=_QUERY)})" for kind in kinds)
-        return _PG.format(q=_QUERY, branches=branches, words=SNIPPET_WORDS, min_words=SNIPPET_WORDS // 3)
+        branches = " UNION ALL ".join(f"({_PG_KINDS[kind].format(n=INDEXED_CHARS, q=_PG_QUERY)})"
+                                      for kind in kinds)
+        return _PG.format(branches=branches, words=SNIPPET_WORDS, min_words=SNIPPET_WORDS // 3)
     return _SQLITE.format(kinds=", ".join(f"'{kind}'" for kind in kinds), words=SNIPPET_WORDS)
 
 
