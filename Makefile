@@ -119,9 +119,11 @@ bench-cutover: $(VENV)/.installed-dev
 
 # Full-text search (ours vs the engine's raw query, same filters) on 100,000 memory documents in one tenant of
 # ten, both engines (PostgreSQL at $$AGENTFY_BENCH_PG_URL); `make bench-search DOCUMENTS=10000` for a quick
-# run, `ENGINE=sqlite` (or postgresql) for one engine.  Loading takes minutes.
+# run, `SEARCH_ENGINE=sqlite` (or postgresql) for one engine (not ENGINE: `fuzz` gives that a default).
+# Loading takes minutes.
 bench-search: $(VENV)/.installed-dev
-	$(BIN)/python -m bench.search $(if $(DOCUMENTS),--documents $(DOCUMENTS),) $(if $(ENGINE),--engine $(ENGINE),)
+	$(BIN)/python -m bench.search $(if $(DOCUMENTS),--documents $(DOCUMENTS),) \
+		$(if $(SEARCH_ENGINE),--engine $(SEARCH_ENGINE),)
 
 clean:
 	rm -rf $(VENV) $(CONSTRAINTS_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
