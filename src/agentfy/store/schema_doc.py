@@ -60,9 +60,9 @@ def render() -> str:
               "Created by migration 0015 and kept in step in the writing transaction; named in "
               "`agentfy.store.search_index` (see docs/store.md, Full-text search).", "",
               "| engine | object | indexes |", "|---|---|---|"]
-    for table, index in zip(search_index.INDEXED_TABLES, search_index.PG_INDEXES, strict=True):
-        lines.append(f"| PostgreSQL | `{table}.{search_index.VECTOR_COLUMN}` (generated `tsvector`, GIN index "
-                     f"`{index}`) | `{table}` |")
+    for name, index in zip(search_index.INDEXED_TABLES, search_index.PG_INDEXES, strict=True):
+        lines.append(f"| PostgreSQL | `{name}.{search_index.VECTOR_COLUMN}` (generated `tsvector`, GIN index "
+                     f"`{index}`) | `{name}` |")
     sources = ", ".join(f"`{table}`" for table in search_index.INDEXED_TABLES)
     lines.append(f"| SQLite | `{search_index.ENTRIES_TABLE}` (written by triggers) and FTS5 "
                  f"`{search_index.FTS_TABLE}` over it | {sources} |")
