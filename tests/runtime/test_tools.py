@@ -106,7 +106,7 @@ def test_memory_search_sees_the_scope_only(db: Database, runtime: Runtime, acme:
         "[episodic] s-1 #0: we moved the launch", "[memory] plans.md: launch on Friday"]
     missing = send(runtime, inbound(acme, group_ctx(acme, 1002), "/tool search_memory query=secret",
                                     conversation=GROUP))
-    assert missing.text == "search_memory: nothing matches 'secret'"
+    assert missing.text == "search_memory: no memory matches 'secret'"
 
 
 def messages(db: Database, org: Tenant, session_key: str) -> list[tuple[str, str | None, str]]:

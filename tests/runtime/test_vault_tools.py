@@ -37,7 +37,7 @@ def test_search_vault_finds_the_agents_text_documents_only(db: Database, runtime
     _upload(db, globex, "badge.txt", b"globex badge policy")
     assert _ask(runtime, acme, "/tool search_vault query=badge") == (
         "search_vault: [vault] guides/onboarding.md: Onboarding: the badge office opens at nine")
-    assert _ask(runtime, acme, "/tool search_vault query=policy") == "search_vault: nothing matches 'policy'"
+    assert _ask(runtime, acme, "/tool search_vault query=policy") == "search_vault: no vault document matches 'policy'"
 
 
 def test_a_blank_query_is_the_tools_error(runtime: Runtime, acme: Tenant) -> None:

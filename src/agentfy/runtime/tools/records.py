@@ -79,9 +79,10 @@ async def publish_skill(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
     return await asyncio.to_thread(_publish_skill, env, name, content)
 
 
-def search_answer(env: ToolEnv, tool: str, query: str, limit: int, kinds: tuple[search.Kind, ...]) -> str:
-    """The answer of a search tool: one line per match (``[kind] title: snippet``), best first, or saying that
-    nothing matched; a query the search refuses (blank) is the tool's error."""
+def search_answer(env: ToolEnv, tool: str, query: str, limit: int, *, kinds: tuple[search.Kind, ...],
+                  what: str) -> str:
+    """The answer of a search tool: one line per match (``[kind] title: snippet``), best first, or "no ``what``
+    matches"; a query the search refuses (blank) is the tool's error."""
     try:
         with env.db.transaction(write=False) as tx:
             hits = search.search(tx, Scope(env.agent.tenant_id), agent_id=env.agent.id,
@@ -89,11 +90,11 @@ def search_answer(env: ToolEnv, tool: str, query: str, limit: int, kinds: tuple[
     except InvalidInputError as error:
         raise ToolError(f"{tool}: {error}") from None
     lines = [f"[{hit.kind}] {hit.title}: {' '.join(hit.snippet.split())[:SNIPPET_LENGTH]}" for hit in hits]
-    return "\n".join(lines) if lines else f"nothing matches {query!r}"
+    return "\n".join(lines) if lines else f"no {what} matches {query!r}"
 
 
 def _search_memory(env: ToolEnv, query: str, limit: int) -> str:
-    return search_answer(env, "search_memory", query, limit, ("memory", "episodic"))
+    return search_answer(env, "search_memory", query, limit, kinds=("memory", "episodic"), what="memory")
 
 
 async def search_memory(env: ToolEnv, arguments: Mapping[str, Any]) -> str:

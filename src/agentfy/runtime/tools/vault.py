@@ -31,7 +31,8 @@ READ_MAX_CHARS: Final = 20_000
 
 async def search_vault(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
     query, limit = text(arguments, "query"), whole(arguments, "limit", SEARCH_RESULTS)
-    return await asyncio.to_thread(search_answer, env, "search_vault", query, limit, ("vault",))
+    return await asyncio.to_thread(search_answer, env, "search_vault", query, limit, kinds=("vault",),
+                                   what="vault document")
 
 
 def _lookup(env: ToolEnv, document: str) -> vault.VaultText:
