@@ -1,7 +1,7 @@
 """full-text search: memory documents, episodic summaries and vault text, indexed in the writing transaction
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 Create Date: 2026-12-02
 
 ``vault_documents.text_content`` is the document as text (its first 100,000 characters; NULL when it is not
@@ -23,7 +23,7 @@ from alembic import op
 from agentfy.store.search_index import INDEXED_CHARS, vault_text
 
 revision = '0015'
-down_revision = '0013'
+down_revision = '0014'
 branch_labels = None
 depends_on = None
 
