@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test test-fast lint typecheck pytest pytest-fast fuzz browser constraints bench bench-cutover bench-changefeed bench-instructions bench-openai-latency bench-openai-rate bench-scheduler clean
+.PHONY: run test test-fast lint typecheck pytest pytest-fast fuzz browser constraints bench bench-cutover bench-changefeed bench-instructions bench-openai-latency bench-openai-rate bench-scheduler bench-search clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -121,6 +121,14 @@ bench-scheduler: $(VENV)/.installed-dev
 bench-cutover: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.cutover $(if $(ORGS),--organizations $(ORGS),) $(if $(ENGINE),--engine $(ENGINE),) \
 		$(if $(SMALL),--small,)
+
+# Full-text search (ours vs the engine's raw query, same filters) on 100,000 memory documents in one tenant of
+# ten, both engines (PostgreSQL at $$AGENTFY_BENCH_PG_URL); `make bench-search DOCUMENTS=10000` for a quick
+# run, `SEARCH_ENGINE=sqlite` (or postgresql) for one engine (not ENGINE: `fuzz` gives that a default).
+# Loading takes minutes.
+bench-search: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.search $(if $(DOCUMENTS),--documents $(DOCUMENTS),) \
+		$(if $(SEARCH_ENGINE),--engine $(SEARCH_ENGINE),)
 
 clean:
 	rm -rf $(VENV) $(CONSTRAINTS_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -98,8 +98,15 @@ def test_memory_search_sees_the_scope_only(db: Database, runtime: Runtime, acme:
         memory.upsert_memory_documents(tx, acme.scope, acme.bot.id, [
             memory.MemoryDocumentInput(user_id="group:telegram:-100123", path="plans.md", content="launch on Friday"),
             memory.MemoryDocumentInput(user_id="1001", path="private.md", content="launch secret")])
+        memory.create_episodic_summary(tx, acme.scope, agent_id=acme.bot.id, user_id="group:telegram:-100123",
+                                       session_key="s-1", compaction_count=0, summary="we moved the launch")
     found = send(runtime, inbound(acme, group_ctx(acme, 1002), "/tool search_memory query=launch", conversation=GROUP))
-    assert found.text == "search_memory: plans.md: launch on Friday"
+    assert found.text is not None
+    assert sorted(found.text.removeprefix("search_memory: ").split("\n")) == [
+        "[episodic] s-1 #0: we moved the launch", "[memory] plans.md: launch on Friday"]
+    missing = send(runtime, inbound(acme, group_ctx(acme, 1002), "/tool search_memory query=secret",
+                                    conversation=GROUP))
+    assert missing.text == "search_memory: no memory matches 'secret'"
 
 
 def messages(db: Database, org: Tenant, session_key: str) -> list[tuple[str, str | None, str]]:

@@ -16,13 +16,15 @@ from agentfy.store.db import Database
 from agentfy.store.errors import DanglingReferenceError, InvalidInputError
 from agentfy.store.migrate import current_revision, head_revision, is_at_head, upgrade
 from agentfy.store.schema import metadata
+from agentfy.store.search_index import is_index_object
 from tests.helpers.databases import PgDatabases
 
 
 def _assert_no_drift(db: Database) -> None:
     with db.engine.connect() as connection:
         context = MigrationContext.configure(connection, opts={"compare_type": True,
-                                                                "compare_server_default": True})
+                                                                "compare_server_default": True,
+                                                                "include_object": is_index_object})
         diff = compare_metadata(context, metadata)
     assert diff == [], f"models and migrations drifted: {diff}"
 

@@ -22,11 +22,12 @@ from agentfy.runtime.tools.memory import REMEMBER, SEARCH_KNOWLEDGE
 from agentfy.runtime.tools.records import CREATE_CRON, PUBLISH_SKILL, SEARCH_MEMORY
 from agentfy.runtime.tools.skills import READ_SKILL
 from agentfy.runtime.tools.tasks import TASK_CLAIM, TASK_COMPLETE, TASK_CREATE, TASK_DISPATCH, TASK_FAIL, TASK_LIST
+from agentfy.runtime.tools.vault import READ_VAULT, SEARCH_VAULT
 
 TOOLS: Final = MappingProxyType({tool.spec.name: tool for tool in (
     READ_FILE, WRITE_FILE, CREATE_CRON, PUBLISH_SKILL, READ_SKILL, SEARCH_MEMORY, REMEMBER, SEARCH_KNOWLEDGE,
-    SPAWN_SUBAGENT, DELEGATE, CANCEL_TASK, SESSIONS_LIST, SESSION_SEND, TASK_CREATE, TASK_LIST, TASK_CLAIM,
-    TASK_COMPLETE, TASK_FAIL, TASK_DISPATCH)})
+    SEARCH_VAULT, READ_VAULT, SPAWN_SUBAGENT, DELEGATE, CANCEL_TASK, SESSIONS_LIST, SESSION_SEND, TASK_CREATE,
+    TASK_LIST, TASK_CLAIM, TASK_COMPLETE, TASK_FAIL, TASK_DISPATCH)})
 
 
 async def run_tool(env: ToolEnv, call: ToolCall, tools: Mapping[str, Tool] = TOOLS) -> str:

@@ -387,6 +387,8 @@ vault_documents = _table(
     sa.Column("size", sa.Integer, nullable=False),
     sa.Column("content", sa.LargeBinary, nullable=False),
     created_at(),
+    sa.Column("text_content", sa.Text, nullable=True,
+              comment="the document as text: its first 100,000 characters; NULL: not text (media type or encoding)"),
     # Per agent: two agents may keep a document at the same path.
     sa.UniqueConstraint("agent_id", "path"),
     id_columns=("id", "tenant_id", "agent_id"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from agentfy.store import search_index
 from agentfy.store.schema import metadata
 
 INTRO = """# Schema
@@ -55,6 +56,16 @@ def render() -> str:
                     "telemetry: append-only, high volume" if table.name in ("spans", "traces", "usage_snapshots")
                     else "organizations and agents would reference each other; cleared when the agent is deleted")
                 lines.append(f"| `{table.name}` | {column.name} | `{column.info['references']}` | {why} |")
+    lines += ["", "## Full-text indexes (not in the models)", "",
+              "Created by migration 0015 and kept in step in the writing transaction; named in "
+              "`agentfy.store.search_index` (see docs/store.md, Full-text search).", "",
+              "| engine | object | indexes |", "|---|---|---|"]
+    for name, index in zip(search_index.INDEXED_TABLES, search_index.PG_INDEXES, strict=True):
+        lines.append(f"| PostgreSQL | `{name}.{search_index.VECTOR_COLUMN}` (generated `tsvector`, GIN index "
+                     f"`{index}`) | `{name}` |")
+    sources = ", ".join(f"`{table}`" for table in search_index.INDEXED_TABLES)
+    lines.append(f"| SQLite | `{search_index.ENTRIES_TABLE}` (written by triggers) and FTS5 "
+                 f"`{search_index.FTS_TABLE}` over it | {sources} |")
     return "\n".join(lines) + "\n"
 
 

@@ -5,10 +5,11 @@
   ACTOR (:func:`~agentfy.permissions.ownership.owner_for_new_row`: a person, never a group or a wrapper).
 * ``publish_skill`` — a skill changes what agents load, like a context file, so it asks
   :func:`~agentfy.permissions.policy.check_context_file_permission`; the skill is owned by the ACTOR.
-* ``search_memory`` — reads the memory documents of the SCOPE only
+* ``search_memory`` — searches the memory documents and episodic summaries of the SCOPE only
   (:func:`~agentfy.permissions.ownership.memory_scope`): a group's memory in the group, a person's in their
-  DM; no other scope is ever searched, so nothing needs a grant.  ``limit`` (an integer, 1 to 20) bounds the
-  matches.
+  DM; no other scope is ever searched, so nothing needs a grant.  The full-text index of the database does the
+  matching and ranking (:func:`agentfy.store.repos.search.search`); each match is its kind, title and a
+  snippet.  ``limit`` (an integer, 1 to 20) bounds the matches.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from agentfy.runtime.model import ToolSpec
 from agentfy.runtime.tools import Tool, ToolEnv, ToolError, integer, parameters, refusal, string, text, whole
 from agentfy.schedule import DEFAULT_TIMEZONE, GRAMMAR
 from agentfy.store.errors import ConflictError, InvalidInputError
-from agentfy.store.repos import cron, memory, skills
+from agentfy.store.repos import cron, search, skills
 
 SEARCH_RESULTS: Final = 5
 SEARCH_RESULTS_MAX: Final = 20
@@ -78,15 +79,22 @@ async def publish_skill(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
     return await asyncio.to_thread(_publish_skill, env, name, content)
 
 
+def search_answer(env: ToolEnv, tool: str, query: str, limit: int, *, kinds: tuple[search.Kind, ...],
+                  what: str) -> str:
+    """The answer of a search tool: one line per match (``[kind] title: snippet``), best first, or "no ``what``
+    matches"; a query the search refuses (blank) is the tool's error."""
+    try:
+        with env.db.transaction(write=False) as tx:
+            hits = search.search(tx, Scope(env.agent.tenant_id), agent_id=env.agent.id,
+                                 user_id=memory_scope(env.context), query=query, kinds=kinds, limit=limit)
+    except InvalidInputError as error:
+        raise ToolError(f"{tool}: {error}") from None
+    lines = [f"[{hit.kind}] {hit.title}: {' '.join(hit.snippet.split())[:SNIPPET_LENGTH]}" for hit in hits]
+    return "\n".join(lines) if lines else f"no {what} matches {query!r}"
+
+
 def _search_memory(env: ToolEnv, query: str, limit: int) -> str:
-    terms = [term for term in query.lower().split() if term]
-    with env.db.transaction(write=False) as tx:
-        documents = memory.list_memory_documents(tx, Scope(env.agent.tenant_id), env.agent.id,
-                                                 user_id=memory_scope(env.context) or "")
-    scored = sorted(((sum(doc.content.lower().count(t) + doc.path.lower().count(t) for t in terms), doc.path, doc)
-                     for doc in documents), key=lambda item: (-item[0], item[1]))
-    hits = [f"{doc.path}: {doc.content[:SNIPPET_LENGTH]}" for score, _, doc in scored[:limit] if score]
-    return "\n".join(hits) if hits else f"no memory matches {query!r}"
+    return search_answer(env, "search_memory", query, limit, kinds=("memory", "episodic"), what="memory")
 
 
 async def search_memory(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
@@ -108,8 +116,10 @@ PUBLISH_SKILL: Final = Tool(ToolSpec("publish_skill", "Publish a named skill of 
                                                  "content": string("its instructions",
                                                                    max_length=skills.SKILL_CONTENT_MAX_LENGTH)},
                                                 ("name", "content"))), publish_skill)
-SEARCH_MEMORY: Final = Tool(ToolSpec("search_memory", "Search this chat's long-term memory.",
-                                     parameters({"query": string("words to look for", max_length=1_000),
+SEARCH_MEMORY: Final = Tool(ToolSpec("search_memory", "Search this chat's long-term memory (notes and "
+                                     "summaries of past conversations); a match contains every word.",
+                                     parameters({"query": string("words to look for",
+                                                                 max_length=search.QUERY_MAX_LENGTH),
                                                  "limit": integer("how many matches at most (default "
                                                                   f"{SEARCH_RESULTS})", minimum=1,
                                                                   maximum=SEARCH_RESULTS_MAX)},

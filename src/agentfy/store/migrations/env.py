@@ -6,6 +6,7 @@ from alembic import context
 
 from agentfy.store.db import create_engine
 from agentfy.store.schema import metadata
+from agentfy.store.search_index import is_index_object
 
 config = context.config
 
@@ -30,6 +31,7 @@ def _run(connection: object) -> None:
         render_as_batch=True,  # SQLite cannot ALTER most things; batch mode recreates tables instead
         compare_type=True,
         compare_server_default=True,
+        include_object=is_index_object,  # the full-text indexes are the migrations' own, not the models'
     )
     with context.begin_transaction():
         context.run_migrations()

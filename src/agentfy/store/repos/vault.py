@@ -29,6 +29,7 @@ from agentfy.store.repos._batch import (
     row_field,
 )
 from agentfy.store.schema import vault_documents
+from agentfy.store.search_index import vault_text
 from agentfy.store.sql import insert
 
 CONTENT_TYPE_MAX_LENGTH: Final = 255
@@ -40,7 +41,7 @@ _INFO_COLUMNS: Final = (vault_documents.c.id, vault_documents.c.tenant_id, vault
                         vault_documents.c.created_at)
 _IN_TENANT: Final = vault_documents.c.tenant_id == sa.bindparam("tenant_id")
 _INSERT: Final = insert(vault_documents, ["id", "tenant_id", "agent_id", "path", "content_type", "size", "content",
-                                          "created_at"])
+                                          "text_content", "created_at"])
 # Candidates for a path conflict: the batch's agents x the batch's paths, filtered exactly in Python.
 _TAKEN: Final = Sql(lambda d: sa.select(vault_documents.c.agent_id, vault_documents.c.path).where(
     _IN_TENANT, vault_documents.c.agent_id.in_(json_values("agents", d)),
@@ -50,6 +51,10 @@ _BY_ID: Final = sa.select(*_INFO_COLUMNS, vault_documents.c.content).where(
 PAGES: Final[Keyset[VaultDocumentInfo]] = Keyset(
     sa.select(*_INFO_COLUMNS).where(_IN_TENANT, vault_documents.c.agent_id == sa.bindparam("agent_id")),
     (vault_documents.c.path, vault_documents.c.id), lambda d: (d.path, d.id))
+_TEXT: Final = sa.select(*_INFO_COLUMNS, vault_documents.c.text_content).where(
+    _IN_TENANT, vault_documents.c.agent_id == sa.bindparam("agent_id"))
+_TEXT_BY_ID: Final = _TEXT.where(vault_documents.c.id == sa.bindparam("id"))
+_TEXT_BY_PATH: Final = _TEXT.where(vault_documents.c.path == sa.bindparam("path"))
 _DELETE: Final = sa.delete(vault_documents).where(_IN_TENANT, vault_documents.c.id == sa.bindparam("id"))
 
 
@@ -74,6 +79,14 @@ class VaultDocumentInfo:
     content_type: str
     size: int
     created_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class VaultText:
+    """A vault document as text: its listing and its first ``INDEXED_CHARS`` characters (``None``: not text)."""
+
+    info: VaultDocumentInfo
+    text: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +144,8 @@ def upload_documents(tx: Tx, scope: Scope, uploads: Sequence[VaultUpload]) -> li
             raise ConflictError(f"{path_field}: agent {agent} and path {path!r} are already uploads[{first}] of "
                                 "this batch", field=path_field, value=path)
         rows.append({"tenant_id": scope.tenant_id, "agent_id": agent, "path": path, "content_type": content_type,
-                     "size": len(content), "content": content, "created_at": stamp})
+                     "size": len(content), "content": content,
+                     "text_content": vault_text(content_type, content), "created_at": stamp})
     if not rows:
         return []
     require_agents(tx, scope, first_agent_field)
@@ -167,6 +181,28 @@ def get_vault_document(tx: Tx, scope: Scope, document_id: str) -> VaultDocument:
     info = _info(row)
     return VaultDocument(info.id, info.tenant_id, info.agent_id, info.path, info.content_type, info.size,
                          info.created_at, bytes(row[7]))
+
+
+def get_vault_text(tx: Tx, scope: Scope, agent_id: str, *, document_id: str | None = None,
+                   path: str | None = None) -> VaultText:
+    """One of the agent's documents as text, by ID or by path (exactly one of them), without loading its bytes.
+
+    A document of another agent or tenant is :class:`NotFoundError`, exactly like one that does not exist.
+    """
+    agent = parse_id(agent_id, AgentId, field="agent_id")
+    if (document_id is None) == (path is None):
+        raise InvalidInputError("expected exactly one of document_id and path", field="document_id",
+                                value=document_id)
+    params: dict[str, Any] = {"tenant_id": scope.tenant_id, "agent_id": agent}
+    if document_id is not None:
+        params["id"] = parse_id(document_id, "vault-document", field="document_id")
+        row = tx.one(_TEXT_BY_ID, params)
+    else:
+        params["path"] = check_text(path, "path", max_length=PATH_MAX_LENGTH)
+        row = tx.one(_TEXT_BY_PATH, params)
+    if row is None:
+        raise NotFoundError("vault document", document_id if path is None else path)
+    return VaultText(_info(row), row[7])
 
 
 def list_vault_documents(tx: Tx, scope: Scope, agent_id: str,

@@ -1,0 +1,210 @@
+"""Benchmark of the full-text search (``agentfy.store.repos.search``) against the engine's own query.
+
+Run: ``make bench-search`` (that is, ``.venv/bin/python -m bench.search``; ``--documents N`` for a smaller
+test run, ``--engine sqlite`` or ``postgresql`` for one engine).
+
+Data: ten organizations with one agent each; the measured one holds ``N`` (default 100,000) chunk-sized memory
+documents (32 words each) spread over ten memory SCOPEs, the nine others ``N / 10`` each, all drawn from the
+same 5,000-word vocabulary, so the index holds other tenants' and scopes' matches too.  The text is
+deterministic: each document's words come from the BLAKE2 digest of its number, skewed towards the first words
+of the vocabulary as natural text is.
+
+Measured, interleaved query by query (the order swapped every round), the same queries on both sides:
+
+* **ours**: ``search.search(kinds=["memory"], limit=10)`` in its own read transaction — input checks, the
+  agent look-up, the search statement (hits with snippets);
+* **raw**: the engine's plain full-text query on one driver connection with the same filters (tenant, agent,
+  SCOPE), ranking, limit and snippet: FTS5 ``MATCH`` with ``bm25`` and ``snippet`` on SQLite, ``@@`` on the
+  GIN-indexed ``tsvector`` with ``ts_rank`` and ``ts_headline`` on PostgreSQL.
+
+Goals: ours within 1.5x of raw (p50 and p99), and p99 under 20 ms on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from agentfy.identity import Scope
+from agentfy.store.db import Database
+from agentfy.store.migrate import upgrade
+from agentfy.store.repos import agents, memory, orgs, search
+from agentfy.store.repos.memory import MemoryDocumentInput
+from bench.harness import header
+from bench.postgres import scratch_database, server_problem
+
+TENANTS = 10
+SCOPES = 10
+WORDS_PER_DOCUMENT = 32
+VOCABULARY_SIZE = 5_000
+BATCH = 2_000
+ROUNDS = 5
+RATIO_GOAL = 1.5
+PG_P99_GOAL_MS = 20.0
+_SYLLABLES = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"]  # 80 syllables: 80^2 = 6,400 two-syllable words
+VOCABULARY = [_SYLLABLES[i // len(_SYLLABLES)] + _SYLLABLES[i % len(_SYLLABLES)] + ("n" if i % 3 == 0 else "")
+              for i in range(VOCABULARY_SIZE)]
+#: Queries: one word and two words, from common to rare ranks of the vocabulary (never the few commonest,
+#: which match a third of all documents: no one searches their memory for "the").
+QUERIES = ([VOCABULARY[rank] for rank in range(20, 4_000, 40)]
+           + [f"{VOCABULARY[rank]} {VOCABULARY[rank * 3 % 997 + 5]}" for rank in range(25, 3_000, 60)])
+
+RAW_SQLITE = ("SELECT d.source_id, d.label, snippet(search_fts, -1, '', '', '…', 24), bm25(search_fts, 2.0, 1.0) "
+              "FROM search_fts JOIN search_entries AS d ON d.rowid = search_fts.rowid "
+              "WHERE search_fts MATCH ? AND d.tenant_id = ? AND d.agent_id = ? AND d.user_id = ? "
+              "AND d.kind = 'memory' ORDER BY bm25(search_fts, 2.0, 1.0) LIMIT 10")
+RAW_PG = ("SELECT id, path, ts_headline('simple', content, q, "
+          "'MaxWords=24, MinWords=8, StartSel=\"\", StopSel=\"\"'), score FROM ("
+          "SELECT id, path, content, q, ts_rank(search_vector, q, 1) AS score "
+          "FROM memory_documents, plainto_tsquery('simple', %s) AS q "
+          "WHERE search_vector @@ q AND tenant_id = %s AND agent_id = %s AND user_id = %s "
+          "ORDER BY score DESC LIMIT 10) AS hits ORDER BY score DESC")
+
+
+def text_of(number: int) -> str:
+    """Document ``number``'s 32 words: two digest bytes per word, squared, so low ranks are more common."""
+    digest = hashlib.blake2b(number.to_bytes(8, "big"), digest_size=2 * WORDS_PER_DOCUMENT).digest()
+    words = []
+    for i in range(WORDS_PER_DOCUMENT):
+        value = int.from_bytes(digest[2 * i:2 * i + 2], "big")
+        words.append(VOCABULARY[value * value * VOCABULARY_SIZE // (1 << 32)])
+    return " ".join(words)
+
+
+def load(db: Database, documents: int) -> tuple[Scope, str]:
+    """The ten organizations and their documents; returns the measured organization and its agent."""
+    measured: tuple[Scope, str] | None = None
+    number = 0
+    started = time.perf_counter()
+    for tenant in range(TENANTS):
+        with db.transaction() as tx:
+            scope = Scope(orgs.create_organization(tx, slug=f"bench-{tenant}", name=f"Bench {tenant}").id)
+            agent = agents.create_agent(tx, scope, agent_key="bot").id
+        if measured is None:
+            measured = (scope, agent)
+        count = documents if tenant == 0 else documents // 10
+        for first in range(0, count, BATCH):
+            rows = [MemoryDocumentInput(user_id=f"scope-{i % SCOPES}", path=f"notes/{i}.md",
+                                        content=text_of(number + i)) for i in range(first, min(count, first + BATCH))]
+            with db.transaction() as tx:
+                memory.upsert_memory_documents(tx, scope, agent, rows)
+        number += count
+    settle(db)
+    print(f"# loaded {number:,} documents ({documents:,} in the measured tenant) in "
+          f"{time.perf_counter() - started:.0f} s")
+    assert measured is not None
+    return measured
+
+
+def settle(db: Database) -> None:
+    """Bring the freshly loaded database to the state it has in service: planner statistics, and on PostgreSQL
+    what autovacuum does after a bulk insert — the GIN indexes' pending lists merged (until then every search
+    scans them) and the rows' visibility hint bits set (until then the first reads write pages)."""
+    if db.dialect == "sqlite":
+        with db.transaction() as tx:
+            tx.execute("ANALYZE")
+        return
+    url = db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("VACUUM ANALYZE")
+
+
+def databases(engines: list[str]) -> Iterator[tuple[str, Database]]:
+    """A migrated SQLite file, then a migrated PostgreSQL scratch database (skipped, with the reason, without a
+    server), as ``engines`` asks; each disposed of after its turn."""
+    if "sqlite" in engines:
+        with tempfile.TemporaryDirectory() as tmp:
+            db = Database(f"sqlite:///{Path(tmp) / 'bench.db'}")
+            upgrade(db)
+            yield "sqlite", db
+            db.dispose()
+    if "postgresql" in engines:
+        problem = server_problem()
+        if problem is not None:
+            print(f"# postgresql: skipped, {problem}")
+            return
+        with scratch_database() as url:
+            db = Database(url)
+            upgrade(db)
+            yield "postgresql", db
+            db.dispose()
+
+
+def raw_search(db: Database, scope: Scope, agent: str) -> tuple[Callable[[str], object], Callable[[], None]]:
+    """The baseline search function on a bare driver connection, and how to close it."""
+    if db.dialect == "sqlite":
+        path = db.engine.url.database
+        assert path
+        connection: Any = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+        def run_sqlite(query: str) -> object:
+            return connection.execute(RAW_SQLITE, (search.fts5_match(query), scope.tenant_id, agent,
+                                                   "scope-0")).fetchall()
+        return run_sqlite, connection.close
+    url = db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    pg = psycopg.connect(url, autocommit=True)
+
+    def run_pg(query: str) -> object:
+        return pg.execute(RAW_PG, (query, scope.tenant_id, agent, "scope-0")).fetchall()
+    return run_pg, pg.close
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def measure(dialect: str, db: Database, documents: int) -> None:
+    scope, agent = load(db, documents)
+    raw, close = raw_search(db, scope, agent)
+
+    def ours(query: str) -> object:
+        with db.transaction(write=False) as tx:
+            return search.search(tx, scope, agent_id=agent, user_id="scope-0", query=query, kinds=["memory"],
+                                 limit=10)
+
+    hits = [len(ours(query)) for query in QUERIES]  # warm-up, and the two sides must agree
+    assert hits == [len(raw(query)) for query in QUERIES]  # type: ignore[arg-type]
+    times: dict[str, list[float]] = {"ours": [], "raw": []}
+    for round_number in range(ROUNDS):
+        sides = [("ours", ours), ("raw", raw)]
+        for query in QUERIES:
+            for name, side in sides if round_number % 2 == 0 else reversed(sides):
+                start = time.perf_counter()
+                side(query)
+                times[name].append((time.perf_counter() - start) * 1000)
+    close()
+    p50 = {name: statistics.median(values) for name, values in times.items()}
+    p99 = {name: percentile(values, 0.99) for name, values in times.items()}
+    label = f"{dialect}: search, {documents:,} documents"
+    print(f"{label}: {len(QUERIES)} queries x {ROUNDS} rounds, {statistics.mean(hits):.1f} hits on average")
+    for stat, figures in (("p50", p50), ("p99", p99)):
+        ratio = figures["ours"] / figures["raw"]
+        print(f"  {stat}: ours {figures['ours']:.2f} ms vs raw {figures['raw']:.2f} ms = {ratio:.2f}x  "
+              f"goal <= {RATIO_GOAL}x: {'met' if ratio <= RATIO_GOAL else 'NOT met'}")
+    if dialect == "postgresql":
+        print(f"  p99 goal < {PG_P99_GOAL_MS:.0f} ms: {'met' if p99['ours'] < PG_P99_GOAL_MS else 'NOT met'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--documents", type=int, default=100_000, help="documents of the measured tenant")
+    parser.add_argument("--engine", choices=["sqlite", "postgresql"], action="append",
+                        help="one engine (repeat for both; default both)")
+    arguments = parser.parse_args()
+    header("full-text search: ours vs the engine's raw query")
+    for dialect, db in databases(arguments.engine or ["sqlite", "postgresql"]):
+        measure(dialect, db, arguments.documents)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Full-text search of an agent's memory documents, episodic summaries and vault text, in the database engine.
+
+One query per search, on the indexes of migration ``0015`` (:mod:`agentfy.store.search_index`): FTS5 on
+SQLite, ranked by ``bm25``; ``tsvector`` columns with GIN indexes on PostgreSQL, ranked by ``ts_rank``.  The
+tenant, the agent and the memory SCOPE are conditions of that query, never a filter applied to its result, so a
+row of another scope cannot reach Python at all.  Memory documents and episodic summaries are the SCOPE's
+(``user_id``; ``None`` is the agent's own memory, stored as the empty scope); vault documents are the agent's
+and have no SCOPE.
+
+Query text comes from a model or a person, so it is never query syntax: on SQLite each whitespace-separated word
+becomes a quoted FTS5 string (an embedded ``"`` doubled), so ``*``, ``:``, ``NEAR``, ``AND``/``OR``/``NOT``
+and parentheses are text to look for; on PostgreSQL the text goes to ``plainto_tsquery``, which has no
+operators.  On both engines a hit contains every word of the query (words are lower-cased; punctuation
+separates words); a query made only of punctuation finds nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal, get_args
+
+from agentfy.identity import AgentId, Scope, parse_id
+from agentfy.store.db import Tx
+from agentfy.store.errors import InvalidInputError
+from agentfy.store.inputs import check_text
+from agentfy.store.repos._batch import USER_ID_MAX_LENGTH, require_agent
+from agentfy.store.search_index import INDEXED_CHARS
+
+Kind = Literal["memory", "episodic", "vault"]
+KINDS: Final[tuple[Kind, ...]] = get_args(Kind)
+QUERY_MAX_LENGTH: Final = 1_000
+LIMIT_MAX: Final = 100
+#: How long a snippet is, in words (SQLite counts tokens, PostgreSQL words: about the same).
+SNIPPET_WORDS: Final = 24
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One match: what it is (``kind`` and the row's ``id``), its ``title`` (a path, or a session key and its
+    compaction number for a summary), a ``snippet`` of its text around the match, and its ``score`` (higher is
+    better; comparable within one search, not across engines)."""
+
+    kind: Kind
+    id: str
+    title: str
+    snippet: str
+    score: float
+
+
+def fts5_match(query: str) -> str:
+    """The FTS5 MATCH expression of ``query``: every word a quoted string (``"`` doubled), all of them required."""
+    return " ".join('"' + word.replace('"', '""') + '"' for word in query.split())
+
+
+# -- SQLite: one FTS5 table over all kinds; the filters are on the entries it is joined to ----------------
+# The templates' {fields} are filled from constants of this module only (kinds from KINDS), never from input.
+_SQLITE: Final = (
+    "SELECT e.kind, e.source_id, e.label, "
+    "snippet(search_fts, -1, '', '', '…', {words}), -bm25(search_fts, 2.0, 1.0) AS score "
+    "FROM search_fts JOIN search_entries AS e ON e.rowid = search_fts.rowid "
+    "WHERE search_fts MATCH :match AND e.tenant_id = :tenant_id AND e.agent_id = :agent_id "
+    "AND e.kind IN ({kinds}) AND (e.kind = 'vault' OR e.user_id = :user_id) "
+    "ORDER BY score DESC, e.source_id LIMIT :limit")
+
+# -- PostgreSQL: each kind's best rows from its own table, then the best of those --------------------------
+# The tsquery is a FROM item (computed once per statement, even in a generic plan) and travels with each row to
+# the snippet.
+_PG_KINDS: Final[dict[Kind, str]] = {
+    "memory": ("SELECT 'memory' AS kind, id, path AS title, left(content, {n}) AS body, q, "
+               "ts_rank(search_vector, q, 1) AS score FROM memory_documents, {q} "
+               "WHERE search_vector @@ q AND tenant_id = :tenant_id AND agent_id = :agent_id "
+               "AND user_id = :user_id ORDER BY score DESC, id LIMIT :limit"),
+    "episodic": ("SELECT 'episodic' AS kind, id, session_key || ' #' || compaction_count AS title, "
+                 "left(summary, {n}) AS body, q, ts_rank(search_vector, q, 1) AS score FROM episodic_summaries, {q} "
+                 "WHERE search_vector @@ q AND tenant_id = :tenant_id AND agent_id = :agent_id "
+                 "AND user_id = :user_id ORDER BY score DESC, id LIMIT :limit"),
+    "vault": ("SELECT 'vault' AS kind, id, path AS title, text_content AS body, q, "
+              "ts_rank(search_vector, q, 1) AS score FROM vault_documents, {q} "
+              "WHERE search_vector @@ q AND tenant_id = :tenant_id AND agent_id = :agent_id "
+              "ORDER BY score DESC, id LIMIT :limit"),
+}
+_PG_QUERY: Final = "plainto_tsquery('simple', :query) AS q"
+_PG: Final = ("SELECT kind, id, title, ts_headline('simple', body, q, "
+              "'MaxWords={words}, MinWords={min_words}, StartSel=\"\", StopSel=\"\"'), score "
+              "FROM ({branches}) AS hits ORDER BY score DESC, id LIMIT :limit")
+
+
+def _sql(dialect: str, kinds: tuple[Kind, ...]) -> str:
+    """The search statement for these kinds (a few constant strings: the database caches each compiled)."""
+    if dialect == "postgresql":
+        branches = " UNION ALL ".join(f"({_PG_KINDS[kind].format(n=INDEXED_CHARS, q=_PG_QUERY)})"
+                                      for kind in kinds)
+        return _PG.format(branches=branches, words=SNIPPET_WORDS, min_words=SNIPPET_WORDS // 3)
+    return _SQLITE.format(kinds=", ".join(f"'{kind}'" for kind in kinds), words=SNIPPET_WORDS)
+
+
+def _check_kinds(kinds: Sequence[str]) -> tuple[Kind, ...]:
+    if isinstance(kinds, str) or not kinds:
+        raise InvalidInputError(f"invalid kinds {kinds!r}: expected a non-empty list of {', '.join(KINDS)}",
+                                field="kinds", value=kinds)
+    for kind in kinds:
+        if kind not in KINDS:
+            raise InvalidInputError(f"invalid kinds {list(kinds)!r}: {kind!r} is not one of {', '.join(KINDS)}",
+                                    field="kinds", value=kind)
+    return tuple(kind for kind in KINDS if kind in kinds)  # one order, so one statement per set of kinds
+
+
+def _check_query(query: object) -> str:
+    text = check_text(query, "query", max_length=QUERY_MAX_LENGTH)
+    if not text.strip():
+        raise InvalidInputError(f"invalid query {text!r}: expected words to search for, got only blanks",
+                                field="query", value=text)
+    return text
+
+
+def search(tx: Tx, scope: Scope, *, agent_id: str, user_id: str | None, query: str,
+           kinds: Sequence[str] = KINDS, limit: int = 10) -> list[SearchHit]:
+    """The agent's best matches for ``query``, best first: at most ``limit`` (1 to :data:`LIMIT_MAX`) hits of
+    ``kinds``, memory and summaries of the SCOPE ``user_id`` only (``None``: the agent's own memory).
+
+    Bad input is :class:`InvalidInputError` naming the value — a blank query, one over
+    :data:`QUERY_MAX_LENGTH` characters, an unknown kind, a limit out of range — and an agent that is not the
+    tenant's is :class:`~agentfy.store.errors.NotFoundError`: an empty answer would hide the caller's bug.
+    """
+    agent = parse_id(agent_id, AgentId, field="agent_id")
+    user = "" if user_id is None else check_text(user_id, "user_id", max_length=USER_ID_MAX_LENGTH,
+                                                 allow_empty=True)
+    text = _check_query(query)
+    wanted = _check_kinds(kinds)
+    if type(limit) is not int or not 1 <= limit <= LIMIT_MAX:
+        raise InvalidInputError(f"invalid limit {limit!r}: expected an integer from 1 to {LIMIT_MAX}",
+                                field="limit", value=limit)
+    require_agent(tx, scope, agent)
+    params = {"tenant_id": scope.tenant_id, "agent_id": agent, "user_id": user, "limit": limit}
+    if tx.db.dialect == "postgresql":
+        params["query"] = text
+    else:
+        params["match"] = fts5_match(text)
+    rows = tx.all(_sql(tx.db.dialect, wanted), params)
+    return [SearchHit(row[0], row[1], row[2], row[3] or "", float(row[4])) for row in rows]
