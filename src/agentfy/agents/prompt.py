@@ -75,10 +75,13 @@ class TurnContext:
 
     now: datetime
     session_key: str | None = None
+    #: What the run recalled for this turn's message (memory of the SCOPE), rendered last; ``""``: nothing.
+    recalled: str = ""
 
     def __post_init__(self) -> None:
         if self.now.tzinfo is None or self.now.utcoffset() is None:
             raise ValueError("TurnContext.now must be timezone-aware")
+        _check_text(self.recalled, "recalled")
         if self.session_key is not None:
             _check_text(self.session_key, "session_key")
             if any(c in self.session_key for c in "\r\n"):
@@ -109,6 +112,8 @@ def render_runtime_section(config: SystemPromptConfig, turn: TurnContext) -> str
              f"current_time: {turn.now.astimezone(UTC).isoformat(timespec='seconds')}"]
     if turn.session_key is not None:
         lines.append(f"session: {turn.session_key}")
+    if turn.recalled:
+        lines += ["", turn.recalled]
     return "\n".join(lines) + "\n"
 
 

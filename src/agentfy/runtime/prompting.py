@@ -97,13 +97,14 @@ def skills_section(skills: Sequence[Skill]) -> str:
 
 
 def system_prompt(agent: Agent, tenant_slug: str, workspace_root: Path, session_key: str, *,
-                  skills: Sequence[Skill] = (), now: datetime | None = None) -> str:
-    """The turn's system prompt (key, instructions, context files and skills above the boundary, ID below)."""
+                  skills: Sequence[Skill] = (), recalled: str = "", now: datetime | None = None) -> str:
+    """The turn's system prompt (key, instructions, context files and skills above the boundary; ID, time,
+    session and what was recalled for the message below: :mod:`agentfy.runtime.recall`)."""
     parts = [_text(agent.config.get("instructions")).replace(CACHE_BOUNDARY_MARKER, "")]
     parts += [f"## {name}\n{text}" for name, text in context_files(agent, workspace_root, tenant_slug)]
     parts.append(skills_section(skills))
     config = SystemPromptConfig.for_agent(agent, tenant_slug, instructions="\n\n".join(p for p in parts if p))
-    turn = TurnContext(now=now or datetime.now(UTC), session_key=session_key)
+    turn = TurnContext(now=now or datetime.now(UTC), session_key=session_key, recalled=recalled)
     return render_system_prompt(config, turn_context=turn)
 
 

@@ -57,7 +57,7 @@ from agentfy.permissions.propagation import (
     subagent_announce,
     teammate_dispatch,
 )
-from agentfy.runtime import activity, conversation, prompting, team_tasks, usage
+from agentfy.runtime import activity, conversation, prompting, recall, team_tasks, usage
 from agentfy.runtime.activity import Happened
 from agentfy.runtime.events import (
     HANDOFF_REFUSED,
@@ -113,6 +113,8 @@ class _Turn:
     messages: list[ChatMessage] = field(default_factory=list)
     #: The organization's skills the prompt lists (read once per turn: the prefix stays the same all turn).
     skills: tuple[Skill, ...] = ()
+    #: What was recalled for the message (below the cache boundary; :mod:`agentfy.runtime.recall`).
+    recalled: str = ""
 
 
 class Runtime:
@@ -226,7 +228,9 @@ class Runtime:
             provider = self.providers.for_agent(tx, scope, agent, settings)
             history = conversation.history(tx, scope, session.session_key)
             listed = tuple(skills.list_skills(tx, scope, limit=prompting.SKILLS_IN_PROMPT))
-            prompt = prompting.system_prompt(agent, slug, self.workspace_root, session.session_key, skills=listed)
+            recalled = recall.recall(tx, scope, agent, context.user_id, text, budget_tokens=self.settings.recall_tokens)
+            prompt = prompting.system_prompt(agent, slug, self.workspace_root, session.session_key, skills=listed,
+                                             recalled=recalled)
             shown = [*prompting.model_history(history), ChatMessage("user", text)]
             flushing = len(history) > 1 and (estimate_tokens(prompt, shown)
                                              > settings.context_window * self.settings.flush_ratio)
@@ -238,7 +242,7 @@ class Runtime:
                 history = conversation.history(tx, scope, session.session_key)
             shown = [*prompting.model_history(history), ChatMessage("user", text)]
             self._store(agent, session.session_key, "user", text, context.actor_id)
-        return _Turn(session, provider, settings, slug, shown, listed)
+        return _Turn(session, provider, settings, slug, shown, listed, recalled)
 
     def _slug(self, tx: Tx, scope: Scope) -> str:
         """The tenant's slug (for the prompt, paths and events), cached: a slug never changes."""
@@ -263,7 +267,7 @@ class Runtime:
         used: Usage | None = None
         for _ in range(self.settings.max_tool_rounds + 1):
             prompt = prompting.system_prompt(agent, turn.tenant_slug, self.workspace_root, turn.session.session_key,
-                                             skills=turn.skills) + offered.note
+                                             skills=turn.skills, recalled=turn.recalled) + offered.note
             response = await turn.provider.complete(ModelRequest(prompt, list(messages), specs, agent.agent_key),
                                                     on_text=shown.piece)
             if response.usage is not None:

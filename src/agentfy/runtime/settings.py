@@ -15,6 +15,8 @@ the field and the value (``AGENTFY_RUNTIME_<FIELD>``, the settings file's ``[run
   work: a run at this depth may not hand off again.  Bounds a model that keeps delegating to itself.
 * ``max_delegations_per_agent`` — hand-offs of one agent running at the same time in this process; one more
   is refused with the reason (the model is told, and can wait for a result).
+* ``recall_tokens`` — how much of the SCOPE's memory the run may put below the cache boundary for a message
+  (:mod:`agentfy.runtime.recall`); 0: none.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ DEFAULT_MODEL_TIMEOUT_SECONDS: Final = 60.0
 DEFAULT_MODEL_BACKOFF_SECONDS: Final = 0.5
 DEFAULT_MODEL_BACKOFF_MAX_SECONDS: Final = 8.0
 DEFAULT_MODEL_RETRY_AFTER_MAX_SECONDS: Final = 60.0
+#: What the run may recall from memory into a turn's prompt, in tokens (four characters each).
+DEFAULT_RECALL_TOKENS: Final = 600
 #: The memory flush runs when the prompt reaches this share of the context window.
 DEFAULT_FLUSH_RATIO: Final = 0.75
 
@@ -51,6 +55,7 @@ class RuntimeSettings(BaseModel):
     model_retry_after_max_seconds: float = Field(default=DEFAULT_MODEL_RETRY_AFTER_MAX_SECONDS, ge=0, le=3600)
     max_delegation_depth: int = Field(default=3, ge=0, le=20)
     max_delegations_per_agent: int = Field(default=8, ge=1, le=1000)
+    recall_tokens: int = Field(default=DEFAULT_RECALL_TOKENS, ge=0, le=100_000)
 
     def call_policy(self) -> CallPolicy:
         """The model call policy these settings describe (every provider of the process gets it)."""

@@ -16,6 +16,7 @@ separates words); a query made only of punctuation finds nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
@@ -81,16 +82,28 @@ _PG_KINDS: Final[dict[Kind, str]] = {
               "ORDER BY score DESC, id LIMIT :limit"),
 }
 _PG_QUERY: Final = "plainto_tsquery('simple', :query) AS q"
+#: Any of the words (:func:`any_word_query` made the text: words of letters and digits joined by ``or``).
+_PG_ANY_QUERY: Final = "websearch_to_tsquery('simple', :query) AS q"
 _PG: Final = ("SELECT kind, id, title, ts_headline('simple', body, q, "
               "'MaxWords={words}, MinWords={min_words}, StartSel=\"\", StopSel=\"\"'), score "
               "FROM ({branches}) AS hits ORDER BY score DESC, id LIMIT :limit")
 
 
-def _sql(dialect: str, kinds: tuple[Kind, ...]) -> str:
+def any_word_words(query: str) -> list[str]:
+    """The words an any-word search looks for: runs of letters and digits, lower-case, distinct, in order
+    (punctuation separates words, as both engines' tokenizers do; ``or`` is left out, it is the operator)."""
+    found: list[str] = []
+    for word in re.findall(r"\w+", query.lower()):
+        if word not in found and word != "or":
+            found.append(word)
+    return found
+
+
+def _sql(dialect: str, kinds: tuple[Kind, ...], *, any_word: bool = False) -> str:
     """The search statement for these kinds (a few constant strings: the database caches each compiled)."""
     if dialect == "postgresql":
-        branches = " UNION ALL ".join(f"({_PG_KINDS[kind].format(n=INDEXED_CHARS, q=_PG_QUERY)})"
-                                      for kind in kinds)
+        q = _PG_ANY_QUERY if any_word else _PG_QUERY
+        branches = " UNION ALL ".join(f"({_PG_KINDS[kind].format(n=INDEXED_CHARS, q=q)})" for kind in kinds)
         return _PG.format(branches=branches, words=SNIPPET_WORDS, min_words=SNIPPET_WORDS // 3)
     return _SQLITE.format(kinds=", ".join(f"'{kind}'" for kind in kinds), words=SNIPPET_WORDS)
 
@@ -115,9 +128,11 @@ def _check_query(query: object) -> str:
 
 
 def search(tx: Tx, scope: Scope, *, agent_id: str, user_id: str | None, query: str,
-           kinds: Sequence[str] = KINDS, limit: int = 10) -> list[SearchHit]:
+           kinds: Sequence[str] = KINDS, limit: int = 10, any_word: bool = False) -> list[SearchHit]:
     """The agent's best matches for ``query``, best first: at most ``limit`` (1 to :data:`LIMIT_MAX`) hits of
-    ``kinds``, memory and summaries of the SCOPE ``user_id`` only (``None``: the agent's own memory).
+    ``kinds``, memory and summaries of the SCOPE ``user_id`` only (``None``: the agent's own memory).  A hit has
+    every word of the query, or with ``any_word`` at least one (:func:`any_word_words`; ranked, so hits with
+    more of them come first) — what the run's recall asks with a whole message.
 
     Bad input is :class:`InvalidInputError` naming the value — a blank query, one over
     :data:`QUERY_MAX_LENGTH` characters, an unknown kind, a limit out of range — and an agent that is not the
@@ -133,9 +148,17 @@ def search(tx: Tx, scope: Scope, *, agent_id: str, user_id: str | None, query: s
                                 field="limit", value=limit)
     require_agent(tx, scope, agent)
     params = {"tenant_id": scope.tenant_id, "agent_id": agent, "user_id": user, "limit": limit}
-    if tx.db.dialect == "postgresql":
+    if any_word:
+        words = any_word_words(text)
+        if not words:
+            return []
+        if tx.db.dialect == "postgresql":
+            params["query"] = " or ".join(words)
+        else:
+            params["match"] = " OR ".join(f'"{word}"' for word in words)
+    elif tx.db.dialect == "postgresql":
         params["query"] = text
     else:
         params["match"] = fts5_match(text)
-    rows = tx.all(_sql(tx.db.dialect, wanted), params)
+    rows = tx.all(_sql(tx.db.dialect, wanted, any_word=any_word), params)
     return [SearchHit(row[0], row[1], row[2], row[3] or "", float(row[4])) for row in rows]
