@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test test-fast lint typecheck pytest pytest-fast fuzz browser constraints bench bench-cutover bench-changefeed bench-instructions bench-openai-latency bench-openai-rate bench-scheduler bench-search clean
+.PHONY: run test test-fast lint typecheck pytest pytest-fast fuzz browser constraints bench bench-cutover bench-changefeed bench-instructions bench-openai-latency bench-openai-rate bench-scheduler bench-search bench-mcp clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -129,6 +129,9 @@ bench-cutover: $(VENV)/.installed-dev
 bench-search: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.search $(if $(DOCUMENTS),--documents $(DOCUMENTS),) \
 		$(if $(SEARCH_ENGINE),--engine $(SEARCH_ENGINE),)
+
+bench-mcp: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.mcp
 
 clean:
 	rm -rf $(VENV) $(CONSTRAINTS_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
