@@ -131,7 +131,7 @@ bench-search: $(VENV)/.installed-dev
 		$(if $(SEARCH_ENGINE),--engine $(SEARCH_ENGINE),)
 
 bench-mcp: $(VENV)/.installed-dev
-	$(BIN)/python -m bench.mcp
+	$(BIN)/python -m bench.mcp_calls
 
 clean:
 	rm -rf $(VENV) $(CONSTRAINTS_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,7 +1,7 @@
 """MCP tool-call overhead: one call of an MCP server's tool as a run makes it against the same call made with
 the official SDK's client directly, measured in the same run.
 
-Run: ``make bench-mcp`` (or ``.venv/bin/python -m bench.mcp``).  On 127.0.0.1 only: a real MCP server built
+Run: ``make bench-mcp`` (or ``.venv/bin/python -m bench.mcp_calls``).  On 127.0.0.1 only: a real MCP server built
 with the SDK (the tests' ``WeatherServer``, Streamable HTTP) in this process's threads; an embedded SQLite
 database with an organization, an agent and the server registered to it.
 
@@ -28,6 +28,7 @@ from pathlib import Path
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from tests.helpers.mcp_server import WeatherServer
 
 from agentfy.agents.router import Router
 from agentfy.identity import Scope
@@ -40,7 +41,6 @@ from agentfy.store.db import Database
 from agentfy.store.migrate import upgrade
 from agentfy.store.repos import agents, links, orgs
 from bench.harness import header
-from tests.helpers.mcp_server import WeatherServer
 
 GOAL: float = 1 / 1.2
 TOOL = "mcp__weather__forecast"
