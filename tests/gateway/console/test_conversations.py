@@ -30,7 +30,7 @@ def test_a_person_sends_a_message_and_sees_the_reply(signed_in: SignedIn, db: Da
 
     fragment = client.post(f"/console/agents/{agent.id}/messages", headers={"hx-request": "true"},
                            data={"conversation": "launch", "text": "again", "csrf": csrf_of(page)})
-    assert fragment.status_code == 200 and fragment.text.startswith('<section id="conversation"')
+    assert fragment.status_code == 200 and fragment.text.startswith('<section id="session-view"')
     assert fragment.text.count('class="msg assistant"') == 2 and "<html" not in fragment.text
 
 

@@ -24,6 +24,8 @@ router = APIRouter()
 #: Messages per page of a session.
 PAGE_SIZE: Final = 100
 DEFAULT_CONVERSATION: Final = "default"
+#: Once the reply is in, the message box is emptied for the next one.
+_CLEAR_AFTER_SENDING: Final = "hx-on::after-request=\"if (event.detail.successful) this.elements.text.value = ''\""
 
 
 def conversation_url(agent_id: str, session_key: str | None = None, conversation: str | None = None) -> str:
@@ -66,7 +68,7 @@ async def session_block(api: ConsoleApi, session_key: str, cursor: str | None = 
     more = "" if found["next_cursor"] is None else (
         f'<p><a href="?session={esc(segment(session_key))}&amp;cursor={esc(segment(found["next_cursor"]))}">'
         "Later messages</a></p>")
-    return (f'<section id="conversation" aria-live="polite"><h2>Session <code>{esc(session["session_key"])}</code>'
+    return (f'<section id="session-view" aria-live="polite"><h2>Session <code>{esc(session["session_key"])}</code>'
             f'</h2><p class="meta">{esc(session["status"])} · scope <code>{esc(session["user_id"] or "none")}</code>'
             f' · channel {esc(session.get("channel") or "none")}</p>'
             + (f'<ol class="messages" id="messages">{items}</ol>' if items else '<p class="empty">No messages.</p>')
@@ -80,8 +82,9 @@ def _send_form(current: Visit, agent_id: str, conversation: str) -> str:
     fields = (field("conversation", "Conversation", value=conversation, required=True)
               + '<label for="text">Message</label><textarea id="text" name="text" required></textarea>')
     return (f'<h2>Send a message</h2><form method="post" action="{esc(action)}" id="send-form" '
-            f'hx-post="{esc(action)}" hx-target="#conversation" hx-swap="outerHTML" '
-            f'hx-disabled-elt="find button">{csrf_field(current.viewer.csrf)}{fields}'
+            f'hx-post="{esc(action)}" hx-target="#session-view" hx-swap="outerHTML" '
+            f'hx-disabled-elt="find button" {_CLEAR_AFTER_SENDING}>'
+            f'{csrf_field(current.viewer.csrf)}{fields}'
             '<button type="submit" id="send">Send</button></form>')
 
 
@@ -92,13 +95,13 @@ async def conversations(request: Request, agent_id: str, session: str | None = N
     request.state.back = agent_url(agent_id)
     agent = await current.api.get(f"/agents/{segment(agent_id)}")
     opened = (await session_block(current.api, session, cursor) if session
-              else '<section id="conversation"><p class="empty">No session open.</p></section>')
+              else '<section id="session-view"><p class="empty">No session open.</p></section>')
     open_form = ('<h2>Open a session</h2><form method="get" class="inline" action="'
                  f'{esc(agent_url(agent["id"], "/conversations"))}">'
                  f'{field("session", "Session key", value=session or "", required=True)}'
                  '<button type="submit">Open</button></form>')
     body = (f'<p><a href="{esc(agent_url(agent["id"]))}">Agent {esc(agent["agent_key"])}</a></p>'
-            + _send_form(current, agent["id"], conversation) + opened + open_form)
+            + opened + _send_form(current, agent["id"], conversation) + open_form)
     return html(page(f"Conversations with {agent['agent_key']}", body, viewer=current.viewer, section="agents"))
 
 
@@ -116,7 +119,7 @@ async def send_message(request: Request, agent_id: str) -> Response:
             raise
         # The fragment keeps its place on the page, so the next message can be sent from the same form.
         box = error_box(failure.status, failure.code, failure.message, field=failure.field, value=failure.value)
-        return html(f'<section id="conversation">{box}</section>', failure.status)
+        return html(f'<section id="session-view">{box}</section>', failure.status)
     if is_htmx(request):
         return html(await session_block(current.api, answer["session_key"]))
     return redirect(request, conversation_url(agent_id, answer["session_key"], conversation))
