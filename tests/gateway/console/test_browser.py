@@ -1,6 +1,7 @@
 """The console in headless Chromium against a really served gateway, on both engines: sign in (a bad key
-first), create an agent, send it a message and see the reply, run a cron job now and see its run.  Each
-screen is saved as ``build/screenshots/console-<engine>-<screen>.png`` (docs/console.md shows the SQLite ones).
+first), create an agent, send it a message and see the reply, run a cron job now and see its run, watch live
+events filtered by agent key.  Each screen is saved as ``build/screenshots/console-<engine>-<screen>.png``
+(docs/console.md shows the SQLite ones).
 """
 
 from __future__ import annotations
@@ -86,3 +87,19 @@ def test_sign_in_create_an_agent_talk_to_it_and_run_its_cron_job(browser: Any, s
                         "the run")
     assert outcomes == ["ok"]
     shot("cron")
+
+    browser.get(f"{served}/console/events")
+    wait_for(lambda: by_id("events-status").get_attribute("data-state") == "subscribed", "the subscription")
+    for key in ("live-one", "other-two"):
+        assert httpx.post(f"{served}/v1/agents", json={"agent_key": key},
+                          headers=acme.headers("owner")).status_code == 201
+    assert httpx.post(f"{served}/v1/agents", json={"agent_key": "globex-two"},
+                      headers=globex.headers("owner")).status_code == 201
+    shown = lambda: [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#events .event")  # noqa: E731
+                     if e.is_displayed()]
+    wait_for(lambda: any("other-two" in row for row in shown()), "the live events")
+    assert not any("globex" in row for row in shown())
+    by_id("agent-filter").send_keys("live")
+    rows = wait_for(lambda: shown() if all("live-one" in row for row in shown()) else None, "the filter")
+    assert rows and all("agent.created" in row for row in rows)
+    shot("events")

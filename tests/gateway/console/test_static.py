@@ -25,7 +25,8 @@ def test_the_vendored_htmx_is_the_pinned_release() -> None:
 def test_static_files_are_served_and_packaged(client: TestClient) -> None:
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assert package_data["agentfy.gateway.console"] == ["static/*"]
-    for name, kind in (("htmx.min.js", "javascript"), ("console.js", "javascript"), ("console.css", "text/css")):
+    for name, kind in (("htmx.min.js", "javascript"), ("console.js", "javascript"), ("events.js", "javascript"),
+                       ("console.css", "text/css")):
         answer = client.get(f"/console/static/{name}")
         assert answer.status_code == 200 and kind in answer.headers["content-type"]
         assert answer.content == (STATIC_DIR / name).read_bytes()

@@ -86,7 +86,7 @@ def json_block(value: Any) -> str:
 
 
 def _nav(viewer: Viewer, section: str) -> str:
-    links = [("agents", "/console/agents", "Agents")]
+    links = [("agents", "/console/agents", "Agents"), ("events", "/console/events", "Live events")]
     current = ' aria-current="page"'
     items = "".join(f'<li><a href="{href}"{current if name == section else ""}>{esc(text)}</a></li>'
                     for name, href, text in links)

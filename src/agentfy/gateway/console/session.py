@@ -25,7 +25,7 @@ from typing import Final
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
 COOKIE_NAME: Final = "agentfy_console"
@@ -85,7 +85,7 @@ class SessionSeal:
             return None
         return session
 
-    def read(self, request: Request) -> ConsoleSession | None:
+    def read(self, request: HTTPConnection) -> ConsoleSession | None:
         return self.open(request.cookies.get(COOKIE_NAME))
 
     def write(self, response: Response, request: Request, session: ConsoleSession) -> None:

@@ -14,7 +14,7 @@ from typing import Final
 
 from fastapi.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 
 from agentfy.gateway.console.api import ConsoleApi
 from agentfy.gateway.console.layout import Viewer
@@ -47,12 +47,12 @@ class Visit:
         return operation in self.allowed
 
 
-def seal_of(request: Request) -> SessionSeal:
+def seal_of(request: HTTPConnection) -> SessionSeal:
     seal: SessionSeal = request.app.state.seal
     return seal
 
 
-def gateway_app_of(request: Request) -> object:
+def gateway_app_of(request: HTTPConnection) -> object:
     """The gateway application the console calls (the console is mounted inside it)."""
     return request.app.state.gateway_app
 
