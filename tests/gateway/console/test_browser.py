@@ -103,3 +103,19 @@ def test_sign_in_create_an_agent_talk_to_it_and_run_its_cron_job(browser: Any, s
     rows = wait_for(lambda: shown() if all("live-one" in row for row in shown()) else None, "the filter")
     assert rows and all("agent.created" in row for row in rows)
     shot("events")
+
+    assert browser.find_elements(By.LINK_TEXT, "Operations") == []  # an operator is no admin
+    browser.find_element(By.XPATH, "//button[text()='Sign out']").click()
+    wait_for(lambda: browser.current_url.endswith("/console/sign-in"), "the sign-in page again")
+    by_id("api_key").send_keys(acme.keys["owner"])
+    by_id("sign-in").find_element(By.TAG_NAME, "button").click()
+    wait_for(lambda: browser.find_elements(By.LINK_TEXT, "Operations"), "the owner's navigation")[0].click()
+    by_id("key_name").send_keys("deploy bot")
+    by_id("key_name").submit()
+    issued = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#issued code"), "the issued key")[0]
+    assert issued.text.startswith("agfy_") and "deploy bot" in by_id("api-keys").text
+    by_id("id").send_keys(agent_id)
+    by_id("id").submit()
+    explanation = wait_for(lambda: browser.find_elements(By.ID, "explanation"), "the explanation")[0]
+    assert '"exists_in_your_organization": true' in explanation.text
+    shot("operations")

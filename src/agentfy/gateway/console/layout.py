@@ -87,6 +87,8 @@ def json_block(value: Any) -> str:
 
 def _nav(viewer: Viewer, section: str) -> str:
     links = [("agents", "/console/agents", "Agents"), ("events", "/console/events", "Live events")]
+    if viewer.admin:
+        links.append(("operations", "/console/operations", "Operations"))
     current = ' aria-current="page"'
     items = "".join(f'<li><a href="{href}"{current if name == section else ""}>{esc(text)}</a></li>'
                     for name, href, text in links)
