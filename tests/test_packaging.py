@@ -106,6 +106,10 @@ def test_the_wheel_holds_the_package_and_its_data_not_the_tests(wheel: Path) -> 
     assert test_modules == []
     assert any(n.startswith("agentfy/ids/data/") and n.endswith(".json") for n in names)  # the word lists
     assert "agentfy/py.typed" in names
+    for served in ("channels/web/chat.js", "gateway/console/static/htmx.min.js",  # the pages' static files
+                   "gateway/console/static/console.css", "gateway/console/static/console.js",
+                   "gateway/console/static/events.js"):
+        assert f"agentfy/{served}" in names
 
 
 def test_agentfy_ids_works_in_a_bare_install_and_imports_nothing_heavy(bare: Path, tmp_path: Path) -> None:

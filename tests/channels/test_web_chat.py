@@ -10,8 +10,6 @@ under ``CI=true``, where a missing browser is an error (``make pytest`` installs
 
 from __future__ import annotations
 
-import shutil
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,35 +22,19 @@ from agentfy.identity.roles import ROLES
 from agentfy.runtime.openai_compat import CallPolicy
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, orgs
-from tests.helpers.databases import IN_CI
+from tests.helpers.browser import headless_chromium, wait_for
 from tests.helpers.fake_openai import Completion, Failure, FakeOpenAI
 from tests.helpers.served import ServedApp
 from tests.helpers.tenants import Tenant, make_tenant
 from tests.runtime.helpers import FailingProvider
 
 pytestmark = pytest.mark.slow
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    if CHROMIUM is None or CHROMEDRIVER is None:
-        reason = "chromium and chromium-driver are not installed (apt-get install -y chromium chromium-driver)"
-        if IN_CI:
-            pytest.fail(f"{reason}; under CI=true the browser test must run")
-        pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
+    with headless_chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture
@@ -69,14 +51,7 @@ def served(sqlite_db: Database) -> Iterator[tuple[str, Tenant, FastAPI]]:
         yield gateway.url, tenant, app
 
 
-def _wait(condition: Any, what: str, timeout: float = 15) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+_wait = wait_for
 
 
 def _signed_in(browser: Any, base: str, tenant: Tenant) -> Any:

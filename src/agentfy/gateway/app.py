@@ -29,6 +29,7 @@ from agentfy.channels.state import install as install_channels
 from agentfy.events.consolidation import handlers
 from agentfy.events.runner import start_workers
 from agentfy.gateway import errors
+from agentfy.gateway.console.app import mount_console
 from agentfy.gateway.deps import GatewayState, gateway_of
 from agentfy.gateway.limits import InputLimits
 from agentfy.gateway.metrics import CONTENT_TYPE, GatewayMetrics
@@ -225,6 +226,7 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
 
     _attach_channels(app, gateway, settings)
     authenticated = register(app)
+    mount_console(app)  # after the API's routes, with no middleware of its own on them
 
     def openapi_document() -> dict[str, Any]:
         if app.openapi_schema is None:
