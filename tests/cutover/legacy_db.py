@@ -382,7 +382,7 @@ class _OrgGenerator:
             self.add("team_tasks", {"id": org.task_ids[-1], "tenant_id": org.id,
                                     "team_id": team_id, "created_by_agent_id": agents[0],
                                     "assignee_agent_id": agents[-1], "title": f"Task {n}", "status": "open",
-                                    "created_at": org.stamp})
+                                    "created_at": org.stamp, "updated_at": org.stamp})
 
     # -- conversations, memory, knowledge graph, vault ---------------------------------------------------
     def _conversations(self, org: _Org) -> None:

@@ -233,9 +233,9 @@ def test_the_openapi_document_declares_the_bearer_scheme_and_is_small(app_client
     raw = app_client.get("/openapi.json")
     # About 1 MB before the document was compacted; 156 KB since it states every input rule the server enforces
     # (patterns, lengths, one-of rules: what generated clients need), 195 KB with the credentials, model, channel
-    # access and OpenAI-compatible operations.  The bound catches a regression to the uncompacted document (five
-    # times this size), not the rules or new operations.
-    assert len(raw.content) < 220_000, len(raw.content)
+    # access and OpenAI-compatible operations, 228 KB with team tasks and the MCP tools route.  The bound catches a
+    # regression to the uncompacted document (five times this size), not the rules or new operations.
+    assert len(raw.content) < 300_000, len(raw.content)
     spec = raw.json()
     assert spec["components"]["securitySchemes"]["bearer"] == {
         "type": "http", "scheme": "bearer",
