@@ -42,10 +42,10 @@ def test_an_agents_servers_show_their_status_tools_and_last_error(signed_in: Sig
     assert f"/console/agents/{agent['id']}/mcp-servers" in client.get(f"/console/agents/{agent['id']}").text
     page = client.get(f"/console/agents/{agent['id']}/mcp-servers").text
     connected = page.split(f'id="mcp-{up["id"]}"')[1].split("</section>")[0]
-    assert '<span class="status connected">connected</span>' in connected and "Last error" not in connected
+    assert '<span class="status status-connected">connected</span>' in connected and "Last error" not in connected
     assert "mcp__weather__forecast" in connected and "The weather forecast for a city." in connected
     failing = page.split(f'id="mcp-{down["id"]}"')[1].split("</section>")[0]
-    assert '<span class="status error">error</span>' in failing and "No tools offered." in failing
+    assert '<span class="status status-error">error</span>' in failing and "No tools offered." in failing
     assert '<dd class="mcp-error">connecting failed' in failing
     assert hidden["id"] not in page and "globex-tools" not in page
 

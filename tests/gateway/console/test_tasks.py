@@ -76,7 +76,7 @@ def test_a_tasks_page_shows_its_history_result_and_attachments(signed_in: Signed
     _post(client, acme, f"/tasks/{task['id']}/fail", {"error": "the source is gone"}, 200)
     page = client.get(f"/console/tasks/{task['id']}").text
     assert "Draft &lt;b&gt;it&lt;/b&gt;" in page and "<b>it</b>" not in page
-    assert '<span class="status failed">failed</span>' in page and "the Q3 numbers" in page
+    assert '<span class="status status-failed">failed</span>' in page and "the Q3 numbers" in page
     history = page.split('id="history"')[1].split("</table>")[0]
     assert "Created" in history and "Claimed" in history and "acme-writer" in history
     assert '<pre id="task-error">the source is gone</pre>' in page
@@ -97,7 +97,7 @@ def test_an_admin_cancels_and_retries_and_an_illegal_transition_shows_the_apis_4
     cancelled = post_form(admin, screen, f"{screen}/cancel", {})
     assert cancelled.status_code == 303
     page = admin.get(cancelled.headers["location"]).text
-    assert "Done: cancel, now cancelled." in page and '<span class="status cancelled">cancelled</span>' in page
+    assert "Done: cancel, now cancelled." in page and '<span class="status status-cancelled">cancelled</span>' in page
     again = post_form(admin, screen, f"{screen}/cancel", {})
     assert again.status_code == 409 and "is cancelled: it cannot cancel" in again.text
     reopened = post_form(admin, screen, f"{screen}/retry", {})

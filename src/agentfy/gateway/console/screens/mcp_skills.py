@@ -44,7 +44,7 @@ def _server(server: dict[str, Any], status: dict[str, Any]) -> str:
     tools = table(("Tool (as the model is offered it)", "Description"), (_tool_row(t) for t in status["tools"]),
                   table_id=f"tools-{server['id']}", empty="No tools offered.")
     return (f'<section class="mcp-server" id="mcp-{esc(server["id"])}"><h2>{esc(server["name"])}</h2>'
-            f'<dl class="facts"><dt>Status</dt><dd><span class="status {esc(state)}">{esc(state)}</span></dd>'
+            f'<dl class="facts"><dt>Status</dt><dd><span class="status status-{esc(state)}">{esc(state)}</span></dd>'
             f'{error}<dt>URL</dt><dd><code>{esc(server["url"])}</code></dd>{config}'
             f'<dt>ID</dt><dd>{copyable(server["id"])}</dd><dt>Added</dt><dd>{esc(server["created_at"])}</dd></dl>'
             f"{tools}</section>")

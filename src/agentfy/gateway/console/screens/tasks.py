@@ -68,12 +68,14 @@ def _agent(agent_id: str | None, keys: dict[str, str]) -> str:
 
 
 def _status(task: dict[str, Any]) -> str:
-    return f'<span class="status {esc(task["status"])}">{esc(STATUS_NAMES.get(task["status"], task["status"]))}</span>'
+    name = STATUS_NAMES.get(task["status"], task["status"])
+    return f'<span class="status status-{esc(task["status"])}">{esc(name)}</span>'
 
 
 def _task_row(task: dict[str, Any], keys: dict[str, str]) -> list[str]:
     return [f'<a href="{esc(task_url(task["id"]))}">{esc(task["title"])}</a>', _status(task),
-            _agent(task["assignee_agent_id"], keys), esc(task["updated_at"]), copyable(task["id"])]
+            _agent(task["assignee_agent_id"], keys), _agent(task["claimed_by_agent_id"], keys), esc(task["updated_at"]),
+            copyable(task["id"])]
 
 
 def _status_filter(team_id: str, chosen: str) -> str:
@@ -97,7 +99,7 @@ async def show_team(request: Request, team_id: str, status: str = "", cursor: st
         tasks = [task for task in found["items"] if task["status"] == name]
         if tasks:
             groups.append(f'<section id="tasks-{esc(name)}"><h2>{esc(STATUS_NAMES[name]).capitalize()} '
-                          f'({len(tasks)})</h2>' + table(("Task", "Status", "Assignee", "Updated", "ID"),
+                          f'({len(tasks)})</h2>' + table(("Task", "Status", "Assignee", "Claimed by", "Updated", "ID"),
                                                          (_task_row(task, keys) for task in tasks),
                                                          table_id=f"tasks-{name}-table", empty="") + "</section>")
     more = "" if found["next_cursor"] is None else (

@@ -87,10 +87,11 @@ def _row(agent: str, day: str, total: DayTotal) -> list[str]:
 
 
 def _filter(agent: str, since: str, until: str) -> str:
+    pairs = (form_field("agent", "Agent (key or ID)", value=agent, extra=' autocomplete="off"'),
+             form_field("since", "From day", value=since, kind="date"),
+             form_field("until", "To day", value=until, kind="date"))
     return ('<form method="get" action="/console/usage" class="filter" role="search">'
-            + form_field("agent", "Agent (key or ID)", value=agent, extra=' autocomplete="off"')
-            + form_field("since", "From day", value=since, kind="date")
-            + form_field("until", "To day", value=until, kind="date")
+            + "".join(f'<div class="pair">{pair}</div>' for pair in pairs)
             + '<button type="submit">Show</button></form>')
 
 

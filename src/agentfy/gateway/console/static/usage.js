@@ -15,9 +15,9 @@
   });
   const width = () => Math.max(280, target.clientWidth || 600);
   const options = {
-    width: width(), height: 300, series: series,
+    width: width(), height: 300, series: series, padding: [12, 48, 0, 0],
     scales: { x: { time: true }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
-    axes: [{ values: (u, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(5, 10)) },
+    axes: [{ splits: () => days, values: (u, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(0, 10)) },
            { label: "tokens", size: 70 }],
   };
   const chart = new uPlot(options, [days, ...usage.series.map((one) => one.tokens)], target);
