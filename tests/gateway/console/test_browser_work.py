@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    with headless_chromium(window=(1100, 900)) as driver:
+    with headless_chromium(window=(1100, 1000)) as driver:
         yield driver
 
 
@@ -117,8 +117,8 @@ def test_team_tasks_mcp_servers_and_usage(browser: Any, served: str, db: Databas
         telemetry.record_usage(tx, telemetry.UsageRecord(model="gpt-x", input_tokens=77777, output_tokens=1,
                                                          tenant_id=globex.id, recorded_at="2026-03-01" + stamp))
     browser.find_element(By.LINK_TEXT, "Usage").click()
-    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#usage-chart canvas"), "the usage chart")
-    assert by_id("usage-chart").get_attribute("data-drawn") == "true"
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#tokens-chart canvas"), "the usage chart")
+    assert [by_id(f"{measure}-chart").get_attribute("data-drawn") for measure in ("tokens", "calls")] == ["true"] * 2
     rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#usage tbody tr")]
     assert len(rows) == 5 and rows[0].startswith("2026-03-03 writer 1 1400 100 0 1500")
     assert "77778" not in browser.page_source

@@ -56,8 +56,8 @@ def test_tokens_per_agent_per_day_as_chart_data_and_a_table(signed_in: SignedIn,
     page = signed_in("operator").get("/console/usage")
     assert page.status_code == 200, page.text
     assert _data(page.text) == {"days": ["2026-03-01", "2026-03-02"],
-                                "series": [{"agent": "sales", "tokens": [0, 10]},
-                                           {"agent": "support", "tokens": [135, 42]}]}
+                                "series": [{"agent": "sales", "tokens": [0, 10], "calls": [0, 1]},
+                                           {"agent": "support", "tokens": [135, 42], "calls": [2, 1]}]}
     rows = _table(page.text)
     assert [row[:7] for row in rows] == [
         ["2026-03-02", "support", "1", "40", "2", "0", '<strong class="tokens">42</strong>'],
@@ -65,7 +65,8 @@ def test_tokens_per_agent_per_day_as_chart_data_and_a_table(signed_in: SignedIn,
         ["2026-03-01", "support", "2", "110", "25", "0", '<strong class="tokens">135</strong>']]
     assert rows[2][7] == "gpt-a, gpt-b"
     assert "globex-bot" not in page.text and "99999" not in page.text and theirs not in page.text
-    assert 'src="/console/static/uPlot.iife.min.js"' in page.text and 'id="usage-chart"' in page.text
+    assert 'src="/console/static/uPlot.iife.min.js"' in page.text
+    assert 'id="tokens-chart"' in page.text and 'id="calls-chart"' in page.text
 
 
 def test_filters_go_to_the_api_and_its_error_is_shown(signed_in: SignedIn, db: Database, acme: Tenant,

@@ -1,13 +1,14 @@
-"""Usage: the organization's model tokens per agent and UTC day, as a chart and as a table of the same numbers.
+"""Usage: the organization's model tokens per agent and UTC day, as charts and as a table of the same numbers.
 
 The numbers are ``GET /v1/usage`` (``agent``, ``since``, ``until`` passed through: the API checks them), which
 groups per agent, day and model; the page adds up each agent's models per day.  What a token costs is not
 known to the platform, so the cost shown is in tokens (and model calls).  Agents are shown by key (a deleted
 agent's usage by its ID, usage of no agent as such).
 
-The chart is drawn by the vendored uPlot (``static/uPlot.iife.min.js``, pinned in ``static/README.md``) from
-the page's own data, a JSON script element (``application/json``, ``<`` escaped so no value can end the
-element); the table is always there, for screen readers and for a browser without JavaScript.
+The charts (tokens, model calls) are drawn by the vendored uPlot (``static/uPlot.iife.min.js``, pinned in
+``static/README.md``) from the page's own data, a JSON script element (``application/json``, ``<`` escaped so
+no value can end the element); the table is always there, for screen readers and for a browser without
+JavaScript.
 """
 
 from __future__ import annotations
@@ -65,12 +66,21 @@ def per_agent_day(rows: list[dict[str, Any]]) -> dict[tuple[str, str], DayTotal]
 
 
 def chart_data(totals: dict[tuple[str, str], DayTotal]) -> dict[str, Any]:
-    """What ``usage.js`` draws: the days in order, and per agent its tokens on each (0 on a day without use)."""
+    """What ``usage.js`` draws: the days in order, and per agent its tokens and its model calls on each (0 on a
+    day without use)."""
     days = sorted({day for _, day in totals})
     agents = sorted({agent for agent, _ in totals})
+    none = DayTotal()
     return {"days": days, "series": [
-        {"agent": agent, "tokens": [totals[(agent, day)].tokens if (agent, day) in totals else 0 for day in days]}
+        {"agent": agent, "tokens": [totals.get((agent, day), none).tokens for day in days],
+         "calls": [totals.get((agent, day), none).calls for day in days]}
         for agent in agents]}
+
+
+def _chart(measure: str, title: str) -> str:
+    return (f'<h2>{esc(title)}</h2><figure class="chart"><div id="{esc(measure)}-chart" class="usage-chart" '
+            f'data-measure="{esc(measure)}" role="img" aria-label="{esc(title)}; the table below has the same '
+            'numbers"></div></figure>')
 
 
 def json_script(element_id: str, value: Any) -> str:
@@ -106,9 +116,7 @@ async def usage(request: Request, agent: str = "", since: str = "", until: str =
                      "Tokens", "Models"), (_row(who, day, total) for (who, day), total in newest_first),
                     table_id="usage", empty="No usage in this range.")
     chart = "" if not totals else (
-        '<h2>Tokens per agent per day</h2>'
-        '<figure class="chart"><div id="usage-chart" role="img" '
-        'aria-label="Tokens per agent per day; the table below has the same numbers"></div></figure>'
+        _chart("tokens", "Tokens per agent per day") + _chart("calls", "Model calls per agent per day")
         + json_script("usage-data", chart_data(totals))
         + f'<link rel="stylesheet" href="{STATIC}/uPlot.min.css">'
         f'<script src="{STATIC}/uPlot.iife.min.js" defer></script><script src="{STATIC}/usage.js" defer></script>')
