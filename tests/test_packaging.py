@@ -108,7 +108,9 @@ def test_the_wheel_holds_the_package_and_its_data_not_the_tests(wheel: Path) -> 
     assert "agentfy/py.typed" in names
     for served in ("channels/web/chat.js", "gateway/console/static/htmx.min.js",  # the pages' static files
                    "gateway/console/static/console.css", "gateway/console/static/console.js",
-                   "gateway/console/static/events.js"):
+                   "gateway/console/static/events.js",
+                   "gateway/console/static/uPlot.iife.min.js", "gateway/console/static/uPlot.min.css",
+                   "gateway/console/static/usage.js"):
         assert f"agentfy/{served}" in names
 
 

@@ -27,12 +27,13 @@ def esc(value: object) -> str:
 @dataclass(frozen=True, slots=True)
 class Viewer:
     """Who is signed in, for the frame: the organization's slug, the key's role, and whether the admin
-    screens are shown."""
+    screens (and the usage screen) are shown."""
 
     tenant_slug: str
     role: str
     csrf: str
     admin: bool
+    usage: bool = False
 
 
 def csrf_field(csrf: str) -> str:
@@ -87,6 +88,9 @@ def json_block(value: Any) -> str:
 
 def _nav(viewer: Viewer, section: str) -> str:
     links = [("agents", "/console/agents", "Agents"), ("events", "/console/events", "Live events")]
+    links += [("tasks", "/console/teams", "Team tasks"), ("skills", "/console/skills", "Skills")]
+    if viewer.usage:
+        links.append(("usage", "/console/usage", "Usage"))
     if viewer.admin:
         links.append(("operations", "/console/operations", "Operations"))
     current = ' aria-current="page"'

@@ -24,6 +24,8 @@ from agentfy.permissions.access import RULES, AccessDenied, authorize
 
 #: The operation whose permission marks an admin of the console (the Operations screens).
 ADMIN_OPERATION: Final = "credentials.list"
+#: The operation the Usage screen calls (its link is shown to the roles that may).
+USAGE_OPERATION: Final = "usage.list"
 
 
 class SignInNeeded(Exception):
@@ -80,7 +82,7 @@ async def visit(request: Request) -> Visit:
     org = await api.get("/org")
     gateway: GatewayState = gateway_app.state.gateway  # type: ignore[attr-defined]
     role, allowed = await run_in_threadpool(_role_and_operations, gateway, session.api_key)
-    viewer = Viewer(str(org["slug"]), role, session.csrf, ADMIN_OPERATION in allowed)
+    viewer = Viewer(str(org["slug"]), role, session.csrf, ADMIN_OPERATION in allowed, USAGE_OPERATION in allowed)
     request.state.viewer = viewer
     return Visit(request, session, api, viewer, allowed)
 
