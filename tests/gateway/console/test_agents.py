@@ -21,7 +21,7 @@ from agentfy.store.db import Database
 from agentfy.store.repos import agents
 from tests.gateway.console.conftest import SignedIn
 from tests.gateway.console.helpers import post_form, sign_in
-from tests.helpers.model_server import Completion, Failure, FakeOpenAI
+from tests.helpers.fake_openai import Completion, Failure, FakeOpenAI
 from tests.helpers.tenants import Tenant
 
 
