@@ -88,8 +88,9 @@
     for (const old of document.querySelectorAll("#error")) old.remove();
     const list = messageList();
     list.append(message("user", data.get("text")));
-    const reply = message("assistant", "");
-    reply.classList.add("streaming");
+    // "streaming", not yet "assistant": the stored reply is the server's, shown once the run has ended
+    const reply = message("streaming", "");
+    reply.querySelector(".role").textContent = "assistant";
     reply.id = "streaming-reply";
     reply.setAttribute("aria-busy", "true");
     list.append(reply);
