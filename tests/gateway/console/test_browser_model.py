@@ -1,7 +1,8 @@
 """The agent's model set up and its reply streamed, in headless Chromium against a really served gateway, on both
 engines: an admin who acts as a person stores a credential and points the agent at a local OpenAI-compatible
 server (which streams slowly), sends a message, sees the reply's first words before it is complete and the
-whole reply once it is, while the agent page's badge shows the run.  Screens saved as
+whole reply once it is — the model's tool call and its result shown as such — while the agent page's badge
+shows the run.  Screens saved as
 ``build/screenshots/console-<engine>-model.png`` and ``-streaming.png`` (docs/console.md shows the SQLite ones).
 """
 
@@ -19,7 +20,7 @@ from agentfy.settings import Settings
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, orgs
 from tests.helpers.browser import headless_chromium, screenshot, wait_for
-from tests.helpers.fake_openai import Completion, FakeOpenAI
+from tests.helpers.fake_openai import Completion, FakeOpenAI, FakeToolCall
 from tests.helpers.served import ServedApp
 from tests.helpers.tenants import Tenant
 
@@ -94,7 +95,8 @@ def test_an_admin_sets_the_model_and_watches_the_reply_stream_in(browser: Any, s
     shot("model")
     agent_tab = browser.current_window_handle
 
-    model_server.script(Completion(text=REPLY, piece_delay=PIECE_DELAY))
+    model_server.script(Completion(tool_calls=[FakeToolCall("call_1", "search_memory", {"query": "launch"})]),
+                        Completion(text=REPLY, piece_delay=PIECE_DELAY))
     browser.switch_to.new_window("tab")
     browser.get(f"{served}/console/agents/{agent_id}/conversations")
     by_id("text").send_keys("when is the launch?")
@@ -113,9 +115,11 @@ def test_an_admin_sets_the_model_and_watches_the_reply_stream_in(browser: Any, s
     browser.switch_to.window(browser.window_handles[-1])
     replies = wait_for(lambda: [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#messages .msg.assistant")
                                 if not browser.find_elements(By.ID, "streaming-reply")], "the whole reply")
-    assert len(replies) == 1 and REPLY in replies[0]
+    assert len(replies) == 2 and REPLY in replies[-1]
     assert "?session=" in browser.current_url and by_id("stream-status").text == "Answered."
     assert [e.get_attribute("class") for e in browser.find_elements(By.CSS_SELECTOR, "#messages .msg")] == [
-        "msg user", "msg assistant"]
+        "msg user", "msg assistant", "msg tool", "msg assistant"]  # the tool call and its result as such
+    call = browser.find_element(By.CSS_SELECTOR, "#messages .tool-call").text
+    assert "search_memory" in call and "launch" in call
     request = model_server.requests[-1]
     assert request.body["stream"] is True and request.headers["authorization"] == f"Bearer {SECRET}"

@@ -73,8 +73,8 @@ async def model_section(current: Visit, agent: dict[str, Any]) -> str:
     if chosen and chosen not in names:
         names.append(chosen)
     fields = (_select("provider", "Provider", [(p, p) for p in PROVIDERS], _text(model.get("provider")) or "offline")
-              + field("base_url", "Server (base URL)", value=_text(model.get("base_url")), kind="url",
-                      extra=' placeholder="https://api.openai.com/v1" autocomplete="off"')
+              + field("base_url", "Server (base URL)", value=_text(model.get("base_url")),  # the API checks it
+                      extra=' inputmode="url" placeholder="https://api.openai.com/v1" autocomplete="off"')
               + field("model", "Model name", value=_text(model.get("model")), extra=' autocomplete="off"')
               + _select("credential", "Credential", [("", "none")] + [(n, n) for n in names], chosen)
               + field("context_window", "Context window (tokens, optional)",

@@ -99,7 +99,7 @@ _DONE_NOTICES = {"model": "Model saved.", "credential": "Credential stored and m
 
 
 def _done_notice(done: str | None, checked: str | None, answered: str | None) -> str:
-    if checked is not None:
+    if checked is not None and checked.isdigit():
         who = f"The model {answered}" if answered else "The model"
         return notice(f"{who} answered in {checked} ms.")
     return notice(_DONE_NOTICES[done]) if done in _DONE_NOTICES else ""

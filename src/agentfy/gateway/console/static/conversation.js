@@ -87,7 +87,8 @@
     button.disabled = true;
     for (const old of document.querySelectorAll("#error")) old.remove();
     const list = messageList();
-    list.append(message("user", data.get("text")));
+    const sent = message("user", data.get("text"));
+    list.append(sent);
     // "streaming", not yet "assistant": the stored reply is the server's, shown once the run has ended
     const reply = message("streaming", "");
     reply.querySelector(".role").textContent = "assistant";
@@ -115,6 +116,7 @@
           reply.classList.replace("streaming", "interrupted");
           reply.removeAttribute("aria-busy");
           if (!text.textContent) reply.remove();
+          if (!response.ok) sent.remove();  // refused before the run: nothing was stored
           setStatus("error", "The run failed.");
           showError(payload.error);
         }
