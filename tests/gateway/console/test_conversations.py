@@ -212,3 +212,40 @@ def test_the_relay_passes_each_piece_on_before_the_run_ends(db: Database, acme: 
     assert events_of(received[0].decode()) == [("delta", {"text": "first "})]
     events = events_of(b"".join(received).decode())
     assert [name for name, _ in events] == ["delta", "delta", "reply"] and events[-1][1]["reply"] == "first second"
+
+
+def test_a_browser_that_leaves_mid_stream_does_not_stop_the_run(db: Database, acme: Tenant, person: str) -> None:
+    """Closing the relay tells the API's request the client left; the run goes on and its reply is stored."""
+    with db.transaction() as tx:
+        agent = agents.create_agent(tx, acme.scope, agent_key="support")
+    app = create_app(db, signing_secret=b"s" * 32)
+
+    async def scenario() -> str:
+        release, finished = asyncio.Event(), asyncio.Event()
+
+        class HeldBack:
+            async def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelResponse:
+                assert on_text is not None
+                await on_text("first ")
+                await release.wait()
+                await on_text("and last")  # nobody hears it any more
+                finished.set()
+                return ModelResponse(text="first and last")
+
+        app.state.gateway.runtime.providers.offline = HeldBack()
+        chunks = await open_stream(app, acme.keys["person"], f"/v1/agents/{agent.id}/messages",
+                                   {"text": "hi", "stream": True, "conversation": "left"})
+        first = await asyncio.wait_for(anext(chunks), timeout=5)
+        await chunks.aclose()  # the browser went away
+        release.set()
+        await asyncio.wait_for(finished.wait(), timeout=5)
+        for _ in range(100):  # the run stores its reply just after the model's answer
+            with db.transaction(write=False) as tx:
+                stored = [(m.role, m.content) for found in sessions.open_conversations(tx, acme.scope, agent.id)
+                          for m in sessions.list_messages(tx, acme.scope, found.session_key)]
+            if ("assistant", "first and last") in stored:
+                return first.decode()
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"the reply was never stored: {stored}")
+
+    assert events_of(asyncio.run(scenario())) == [("delta", {"text": "first "})]
