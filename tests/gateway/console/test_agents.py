@@ -1,15 +1,27 @@
 """The Agents screen: the organization's agents (key, display name, ID, model), filtered by key; create, rename
 and archive through the API, each shown to the roles that may do it; another organization's agents never
-appear; the API's refusals shown as its errors; on both engines."""
+appear; the API's refusals shown as its errors; the agent page sets the model (a credential chosen or stored
+inline, never shown back) and checks it against a local OpenAI-compatible server, lists the channels and shows
+the run state; on both engines."""
 
 from __future__ import annotations
 
+import base64
 import re
+from collections.abc import Iterator
 
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import SecretStr
+
+from agentfy.gateway.app import create_app
+from agentfy.runtime.openai_compat import CallPolicy
+from agentfy.settings import Settings
 from agentfy.store.db import Database
 from agentfy.store.repos import agents
 from tests.gateway.console.conftest import SignedIn
-from tests.gateway.console.helpers import post_form
+from tests.gateway.console.helpers import post_form, sign_in
+from tests.helpers.fake_openai import Completion, Failure, FakeOpenAI
 from tests.helpers.tenants import Tenant
 
 
@@ -117,3 +129,93 @@ def test_every_change_needs_the_sessions_csrf_token(signed_in: SignedIn, db: Dat
     assert answer.status_code == 403
     with db.transaction(write=False) as tx:
         assert agents.list_agents(tx, acme.scope) == []
+
+
+# -- the model, its credential, the channels, the run state -------------------------------------------------------
+SECRET = "sk-console-0123456789abcdefWXYZ"
+
+
+@pytest.fixture
+def model_server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def admin_client(db: Database, acme: Tenant) -> Iterator[TestClient]:
+    """The admin of acme signed in, on a gateway that can store credentials; model checks tried once."""
+    settings = Settings(credentials_key=SecretStr(base64.b64encode(b"c" * 32).decode()))
+    app = create_app(db, signing_secret=b"s" * 32, settings=settings)
+    app.state.gateway.runtime.providers.policy = CallPolicy(attempts=1, timeout_seconds=5)
+    with TestClient(app, base_url="http://testserver") as client:
+        assert sign_in(client, acme.keys["admin"]).status_code == 303
+        yield client
+
+
+def test_an_admin_stores_a_credential_sets_the_model_and_checks_it(
+        admin_client: TestClient, db: Database, acme: Tenant, model_server: FakeOpenAI) -> None:
+    with db.transaction() as tx:
+        agent = agents.create_agent(tx, acme.scope, agent_key="support")
+    page = f"/console/agents/{agent.id}"
+    shown = admin_client.get(page).text
+    assert 'id="model-form"' in shown and '<option value="offline" selected>' in shown
+    saved = post_form(admin_client, page, f"{page}/model", {
+        "provider": "openai", "base_url": model_server.url, "model": "gpt-console", "credential": "",
+        "new_credential": "llm", "secret": SECRET, "context_window": "", "max_tokens": ""})
+    assert saved.status_code == 303 and saved.headers["location"] == f"{page}?done=credential"
+    with db.transaction(write=False) as tx:
+        assert agents.get_agent(tx, acme.scope, agent.id).config["model"] == {
+            "provider": "openai", "base_url": model_server.url, "model": "gpt-console", "credential": "llm",
+            "context_window": 8000}  # the default, as the validator states it
+    shown = admin_client.get(saved.headers["location"]).text
+    assert "Credential stored and model saved." in shown and "openai: gpt-console" in shown
+    assert '<option value="llm" selected>' in shown and SECRET not in shown and SECRET[-4:] not in shown
+
+    model_server.script(Completion(text="pong"))
+    checked = post_form(admin_client, page, f"{page}/model/check", {})
+    assert checked.status_code == 303 and checked.headers["location"].startswith(f"{page}?checked=")
+    assert "The model gpt-console answered in" in admin_client.get(checked.headers["location"]).text
+    assert model_server.requests[-1].headers["authorization"] == f"Bearer {SECRET}"
+
+    model_server.script(Failure(401, message="bad key"))
+    failed = post_form(admin_client, page, f"{page}/model/check", {})
+    assert failed.status_code == 502 and "model_error" in failed.text and SECRET not in failed.text
+
+
+def test_the_apis_validation_errors_are_shown_as_given_and_nothing_is_saved(
+        admin_client: TestClient, db: Database, acme: Tenant) -> None:
+    with db.transaction() as tx:
+        agent = agents.create_agent(tx, acme.scope, agent_key="support")
+    page = f"/console/agents/{agent.id}"
+    bad_url = post_form(admin_client, page, f"{page}/model",
+                        {"provider": "openai", "base_url": "ftp://model.test", "model": "m"})
+    assert bad_url.status_code == 422 and "HTTP 422" in bad_url.text
+    assert "field <code>base_url</code>" in bad_url.text and "ftp://model.test" in bad_url.text
+    unknown = post_form(admin_client, page, f"{page}/model",
+                        {"provider": "openai", "base_url": "http://m.test/v1", "model": "m", "credential": "nope"})
+    assert unknown.status_code == 422 and "field <code>credential</code>" in unknown.text
+    assert "is not stored in this organization" in unknown.text
+    number = post_form(admin_client, page, f"{page}/model", {"provider": "offline", "context_window": "lots"})
+    assert number.status_code == 422 and "context_window" in number.text and "lots" in number.text
+    with db.transaction(write=False) as tx:
+        assert "model" not in (agents.get_agent(tx, acme.scope, agent.id).config or {})
+
+
+def test_operators_see_the_channels_and_the_run_state_but_no_model_form(
+        signed_in: SignedIn, admin_client: TestClient, db: Database, acme: Tenant) -> None:
+    with db.transaction() as tx:
+        agent = agents.create_agent(tx, acme.scope, agent_key="support")
+    bound = admin_client.put(f"/v1/agents/{agent.id}/channels/telegram", headers=acme.headers("admin"), json={
+        "bot_username": "@SupportBot", "bot_token": "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"})
+    assert bound.status_code == 201, bound.text
+    shown = signed_in("operator").get(f"/console/agents/{agent.id}").text
+    assert 'id="channels"' in shown and "SupportBot" in shown and "/v1/channels/telegram/SupportBot/webhook" in shown
+    assert "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw" not in shown and 'id="model-form"' not in shown
+    assert re.search(r'id="run-state" class="badge" role="status" aria-live="polite" data-state="idle" '
+                     rf'data-agent-id="{agent.id}"', shown)
+    assert '<script src="/console/static/agent.js" defer></script>' in shown
+    member = signed_in("member").get(f"/console/agents/{agent.id}").text
+    assert 'id="channels"' not in member and 'id="model-settings"' not in member and 'id="run-state"' in member
+    refused = post_form(signed_in("operator"), f"/console/agents/{agent.id}", f"/console/agents/{agent.id}/model",
+                        {"provider": "offline"})
+    assert refused.status_code == 403 and "needs the admin role or higher" in refused.text

@@ -13,6 +13,7 @@ the log fields) never leaks into the console's request that made it.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any, Final
 from urllib.parse import quote
 
@@ -40,14 +41,19 @@ def segment(value: str) -> str:
     return quote(value, safe="")
 
 
-def _failure(response: httpx.Response) -> ApiFailure:
+def failure_of(status: int, content: bytes, reason: str = "") -> ApiFailure:
+    """The :class:`ApiFailure` of an error answer: ``status`` and its body (the API's error shape)."""
     try:
-        error = response.json()["error"]
+        error = json.loads(content)["error"]
         field = error.get("field")
-        return ApiFailure(response.status_code, str(error["code"]), str(error["message"]),
+        return ApiFailure(status, str(error["code"]), str(error["message"]),
                           field=None if field is None else str(field), value=error.get("value"))
     except (ValueError, KeyError, TypeError):
-        return ApiFailure(response.status_code, "error", response.reason_phrase or "the API gave no error body")
+        return ApiFailure(status, "error", reason or "the API gave no error body")
+
+
+def _failure(response: httpx.Response) -> ApiFailure:
+    return failure_of(response.status_code, response.content, response.reason_phrase)
 
 
 class ConsoleApi:

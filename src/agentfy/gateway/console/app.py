@@ -19,6 +19,7 @@ from starlette.responses import Response
 from agentfy.gateway.console import responses
 from agentfy.gateway.console.api import ApiFailure
 from agentfy.gateway.console.screens import (
+    agent_settings,
     agents,
     conversations,
     cron,
@@ -36,7 +37,7 @@ from agentfy.gateway.deps import GatewayState
 CONSOLE_PATH: Final = "/console"
 STATIC_DIR: Final = Path(__file__).with_name("static")
 SCREENS: Final = (sign_in.router, agents.router, conversations.router, cron.router, events.router,
-           operations.router, tasks.router, mcp_skills.router, usage.router)
+           operations.router, tasks.router, mcp_skills.router, usage.router, agent_settings.router)
 
 
 def console_app(gateway_app: FastAPI) -> FastAPI:

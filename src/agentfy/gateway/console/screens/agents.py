@@ -16,15 +16,15 @@ from starlette.responses import Response
 from agentfy.gateway.console.api import segment
 from agentfy.gateway.console.layout import copyable, esc, field, notice, page, post_form, table
 from agentfy.gateway.console.responses import html, redirect
+from agentfy.gateway.console.screens.agent_settings import channels_section, model_section, run_state
+from agentfy.gateway.console.screens.paths import agent_url
 from agentfy.gateway.console.visit import Visit, checked_form, text_of, visit
+
+__all__ = ["agent_url", "model_of", "router"]
 
 router = APIRouter()
 #: Agents per page of the list (the API's page size).
 PAGE_SIZE = 100
-
-
-def agent_url(agent_id: str, tail: str = "") -> str:
-    return f"/console/agents/{segment(agent_id)}{tail}"
 
 
 def model_of(agent: dict[str, Any]) -> str:
@@ -94,20 +94,34 @@ def _agent_actions(current: Visit, agent: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+#: What the agent page says after a change made from it (``?done=…``).
+_DONE_NOTICES = {"model": "Model saved.", "credential": "Credential stored and model saved."}
+
+
+def _done_notice(done: str | None, checked: str | None, answered: str | None) -> str:
+    if checked is not None and checked.isdigit():
+        who = f"The model {answered}" if answered else "The model"
+        return notice(f"{who} answered in {checked} ms.")
+    return notice(_DONE_NOTICES[done]) if done in _DONE_NOTICES else ""
+
+
 @router.get("/agents/{agent_id}")
-async def show_agent(request: Request, agent_id: str) -> Response:
+async def show_agent(request: Request, agent_id: str, done: str | None = None, checked: str | None = None,
+                     answered: str | None = None) -> Response:
     current = await visit(request)
     request.state.back = "/console/agents"
     agent = await current.api.get(f"/agents/{segment(agent_id)}")
     facts = (f'<dl class="facts"><dt>Agent key</dt><dd id="agent-key">{esc(agent["agent_key"])}</dd>'
              f'<dt>Display name</dt><dd>{esc(agent["display_name"])}</dd>'
              f'<dt>ID</dt><dd>{copyable(agent["id"])}</dd><dt>Model</dt><dd>{esc(model_of(agent))}</dd>'
-             f'<dt>Created</dt><dd>{esc(agent["created_at"])}</dd></dl>')
+             f'<dt>Created</dt><dd>{esc(agent["created_at"])}</dd>'
+             f'<dt>Run</dt><dd>{await run_state(current, agent)}</dd></dl>')
     links = (f'<ul class="links"><li><a href="{esc(agent_url(agent["id"], "/conversations"))}">Conversations</a>'
              f'</li><li><a href="{esc(agent_url(agent["id"], "/cron"))}">Cron jobs</a></li>'
              + ("" if not current.may("mcp_servers.list") else
                 f'<li><a href="{esc(agent_url(agent["id"], "/mcp-servers"))}">MCP servers</a></li>') + "</ul>")
-    body = facts + links + _agent_actions(current, agent)
+    body = (_done_notice(done, checked, answered) + facts + links + await model_section(current, agent)
+            + await channels_section(current, agent) + _agent_actions(current, agent))
     return html(page(f"Agent {agent['agent_key']}", body, viewer=current.viewer, section="agents"))
 
 

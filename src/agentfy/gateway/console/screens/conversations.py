@@ -3,7 +3,11 @@
 Sending is the chat route (``POST /v1/agents/{id}/messages``: the conversation is the signed-in key's
 person's, one session per conversation name); its answer names the session, whose messages
 (``GET /v1/sessions/{key}/messages``) are then shown.  Any session the key may read can be opened by its key.
-With htmx the send form swaps in the session's messages; without it the browser is redirected to them.
+With the page's script (``static/conversation.js``) the message is sent to the console's relay of the streamed
+chat route (``POST …/messages/stream``: :mod:`agentfy.gateway.console.stream`) and the reply's pieces are
+appended as they arrive; once the reply is in, the session's messages (tool calls and results as such) replace
+them.  Without the script the form is an ordinary POST and the browser is redirected to the session; with htmx
+alone (an ``HX-Request``) the answer is the session's messages as a fragment.
 """
 
 from __future__ import annotations
@@ -12,20 +16,23 @@ from typing import Any, Final
 
 from fastapi import APIRouter
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
+from agentfy.gateway.chat import sse
 from agentfy.gateway.console.api import ApiFailure, ConsoleApi, segment
-from agentfy.gateway.console.layout import csrf_field, error_box, esc, field, json_block, page
-from agentfy.gateway.console.responses import html, is_htmx, redirect
+from agentfy.gateway.console.layout import STATIC, csrf_field, error_box, esc, field, json_block, page
+from agentfy.gateway.console.responses import html, is_htmx, redirect, to_sign_in
 from agentfy.gateway.console.screens.agents import agent_url
-from agentfy.gateway.console.visit import Visit, checked_form, text_of, visit
+from agentfy.gateway.console.stream import open_stream
+from agentfy.gateway.console.visit import Visit, checked_form, gateway_app_of, text_of, visit
 
 router = APIRouter()
 #: Messages per page of a session.
 PAGE_SIZE: Final = 100
 DEFAULT_CONVERSATION: Final = "default"
 #: Once the reply is in, the message box is emptied for the next one.
-_CLEAR_AFTER_SENDING: Final = "hx-on::after-request=\"if (event.detail.successful) this.elements.text.value = ''\""
+#: How the relayed stream is answered (as the API's: never cached, never held back by a proxy).
+_STREAM_HEADERS: Final = {"cache-control": "no-store", "x-accel-buffering": "no"}
 
 
 def conversation_url(agent_id: str, session_key: str | None = None, conversation: str | None = None) -> str:
@@ -82,10 +89,12 @@ def _send_form(current: Visit, agent_id: str, conversation: str) -> str:
     fields = (field("conversation", "Conversation", value=conversation, required=True)
               + '<label for="text">Message</label><textarea id="text" name="text" required></textarea>')
     return (f'<h2>Send a message</h2><form method="post" action="{esc(action)}" id="send-form" '
-            f'hx-post="{esc(action)}" hx-target="#session-view" hx-swap="outerHTML" '
-            f'hx-disabled-elt="find button" {_CLEAR_AFTER_SENDING}>'
+            f'data-stream="{esc(agent_url(agent_id, "/messages/stream"))}" '
+            f'data-view="{esc(agent_url(agent_id, "/conversations"))}">'
             f'{csrf_field(current.viewer.csrf)}{fields}'
-            '<button type="submit" id="send">Send</button></form>')
+            '<button type="submit" id="send">Send</button></form>'
+            '<p id="stream-status" role="status" data-state="idle"></p>'
+            f'<script src="{STATIC}/conversation.js" defer></script>')
 
 
 @router.get("/agents/{agent_id}/conversations")
@@ -123,3 +132,32 @@ async def send_message(request: Request, agent_id: str) -> Response:
     if is_htmx(request):
         return html(await session_block(current.api, answer["session_key"]))
     return redirect(request, conversation_url(agent_id, answer["session_key"], conversation))
+
+
+def _error_event(failure: ApiFailure) -> str:
+    """The API's refusal as the stream's ``error`` event (the shape of the API's own, its status inside)."""
+    error: dict[str, Any] = {"code": failure.code, "message": failure.message, "status": failure.status}
+    if failure.field is not None:
+        error.update(field=failure.field, value=failure.value)
+    return sse("error", {"error": error})
+
+
+@router.post("/agents/{agent_id}/messages/stream")
+async def stream_message(request: Request, agent_id: str) -> Response:
+    """The chat route's streamed answer (``stream: true``) relayed as it comes: the API's ``delta`` events, then
+    its ``reply`` or ``error``.  A refusal before the stream is one ``error`` event with the API's status; the
+    API's 401 signs the browser out (a redirect to sign-in, which the page's script follows)."""
+    current = await visit(request)
+    form = await checked_form(request, current.session)
+    conversation = text_of(form, "conversation").strip() or DEFAULT_CONVERSATION
+    assert current.session.api_key is not None  # visit() answers sign-in otherwise
+    body = {"text": text_of(form, "text"), "conversation": conversation, "stream": True}
+    try:
+        chunks = await open_stream(gateway_app_of(request), current.session.api_key,  # type: ignore[arg-type]
+                                   f"/v1/agents/{segment(agent_id)}/messages", body)
+    except ApiFailure as failure:
+        if failure.status == 401:
+            return to_sign_in(request, refused=True)
+        return Response(_error_event(failure), status_code=failure.status, media_type="text/event-stream",
+                        headers=_STREAM_HEADERS)
+    return StreamingResponse(chunks, media_type="text/event-stream", headers=_STREAM_HEADERS)
