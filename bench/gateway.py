@@ -12,6 +12,8 @@ alternating, medians compared:
   the bare rate on SQLite, 0.7x on PostgreSQL).  These are answered by the warm-read path in front of the
   router (``agentfy.gateway.warm_reads``); the same read with a query string goes through the FastAPI route
   and is printed too, without a goal, to show what the route alone costs;
+* the console's cost to the API: the same routed read on two servers of the same database, one serving the
+  console at ``/console`` and one with ``serve.console = false`` (goal: within noise, at least 0.95x);
 * a mixed read/write load: two tenants creating and reading their own agents while also asking for the other
   tenant's agents by ID; every request must succeed, and every cross-tenant read must be a 404.
 """
@@ -201,6 +203,36 @@ def measure(dialect: str, db: Database, bare_base: str) -> None:
     finally:
         ours.terminate()
         ours.wait(timeout=10)
+    measure_console(dialect, url, tenants[0][1])
+
+
+CONSOLE_GOAL = 0.95
+
+
+def measure_console(dialect: str, url: str, headers: dict[str, str]) -> None:
+    """The routed read with the console mounted vs without it, rounds alternating, medians compared."""
+    env = {"AGENTFY_DATABASE_URL": url, "AGENTFY_SIGNING_KEY": SIGNING_KEY, "AGENTFY_SERVE_EVENT_WORKERS": "false"}
+    ports = {"with": free_port(), "without": free_port()}
+    servers = [start("agentfy.gateway.server:app_from_env", ports["with"], env, os.getcwd(), factory=True),
+               start("agentfy.gateway.server:app_from_env", ports["without"],
+                     {**env, "AGENTFY_SERVE_CONSOLE": "false"}, os.getcwd(), factory=True)]
+    try:
+        read = lambda i: ("GET", "/v1/agents/support-bot?via=route", headers, None)  # noqa: E731
+        rates: dict[str, list[float]] = {"with": [], "without": []}
+        for side in rates:
+            rate(f"http://127.0.0.1:{ports[side]}", read)  # warm the caches
+        for round_number in range(ROUNDS):
+            for side in (("with", "without") if round_number % 2 == 0 else ("without", "with")):
+                rates[side].append(rate(f"http://127.0.0.1:{ports[side]}", read))
+        with_console, without = statistics.median(rates["with"]), statistics.median(rates["without"])
+        ratio = with_console / without
+        print(f"{dialect:<10} GET /v1/agents/{{key}}?… console on {with_console:>9,.0f}/s vs {without:>9,.0f}/s "
+              f"(console off; medians of {ROUNDS})  = {ratio:4.2f}x  goal >= {CONSOLE_GOAL:.2f}x: "
+              f"{'met' if ratio >= CONSOLE_GOAL else 'NOT met'}")
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(timeout=10)
 
 
 def main() -> None:

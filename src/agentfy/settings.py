@@ -66,13 +66,16 @@ class _Section(BaseModel):
 
 
 class ServeSettings(_Section):
-    """``agentfy serve``: where it listens, how many gateway processes, and whether the event workers run
-    inside them (turn that off when separate ``agentfy worker`` processes consume the bus)."""
+    """``agentfy serve``: where it listens, how many gateway processes, whether the event workers run
+    inside them (turn that off when separate ``agentfy worker`` processes consume the bus), and whether it
+    serves the operator console at ``/console`` (off: only the API and the chat pages; the console adds no
+    work to the API's requests either way, it is a separate application mounted after the API's routes)."""
 
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     workers: int = Field(default=1, ge=1, le=64)
     event_workers: bool = True
+    console: bool = True
 
 
 class CacheSettings(_Section):

@@ -226,7 +226,8 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
 
     _attach_channels(app, gateway, settings)
     authenticated = register(app)
-    mount_console(app)  # after the API's routes, with no middleware of its own on them
+    if settings.serve.console:
+        mount_console(app)  # after the API's routes, with no middleware of its own on them
 
     def openapi_document() -> dict[str, Any]:
         if app.openapi_schema is None:

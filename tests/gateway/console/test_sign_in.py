@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
+from agentfy.gateway.app import create_app
+from agentfy.settings import ServeSettings, Settings
 from agentfy.store.db import Database
 from agentfy.store.repos import api_keys
 from tests.gateway.console.conftest import SignedIn
@@ -72,3 +74,15 @@ def test_a_key_revoked_after_sign_in_goes_back_to_sign_in(signed_in: SignedIn, d
     answer = client.get("/console/agents", follow_redirects=False)
     assert answer.status_code == 303 and answer.headers["location"] == "/console/sign-in?refused=1"
     assert "no longer accepts the key" in client.get("/console/sign-in?refused=1").text
+
+
+def test_a_server_with_the_console_turned_off_serves_the_api_and_no_console(db: Database, acme: Tenant) -> None:
+    """``serve.console = false``: ``/console`` (and its static files) is a 404 in the API's error shape, the API
+    answers as before."""
+    app = create_app(db, signing_secret=b"s" * 32, settings=Settings(serve=ServeSettings(console=False)))
+    with TestClient(app) as client:
+        for path in ("/console", "/console/sign-in", "/console/static/htmx.min.js"):
+            answer = client.get(path)
+            assert answer.status_code == 404, path
+            assert answer.json()["error"]["code"] == "not_found", path
+        assert client.get("/v1/agents", headers=acme.headers("owner")).status_code == 200
