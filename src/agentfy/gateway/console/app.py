@@ -18,7 +18,7 @@ from starlette.responses import Response
 
 from agentfy.gateway.console import responses
 from agentfy.gateway.console.api import ApiFailure
-from agentfy.gateway.console.screens import agents, conversations, cron, events, operations, sign_in
+from agentfy.gateway.console.screens import agents, conversations, cron, events, memory, operations, sign_in
 from agentfy.gateway.console.session import SessionSeal
 from agentfy.gateway.console.visit import CsrfRefused, SignInNeeded
 from agentfy.gateway.deps import GatewayState
@@ -26,7 +26,7 @@ from agentfy.gateway.deps import GatewayState
 CONSOLE_PATH: Final = "/console"
 STATIC_DIR: Final = Path(__file__).with_name("static")
 SCREENS: Final = (sign_in.router, agents.router, conversations.router, cron.router, events.router,
-           operations.router)
+           operations.router, memory.router)
 
 
 def console_app(gateway_app: FastAPI) -> FastAPI:

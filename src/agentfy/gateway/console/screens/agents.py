@@ -104,7 +104,8 @@ async def show_agent(request: Request, agent_id: str) -> Response:
              f'<dt>ID</dt><dd>{copyable(agent["id"])}</dd><dt>Model</dt><dd>{esc(model_of(agent))}</dd>'
              f'<dt>Created</dt><dd>{esc(agent["created_at"])}</dd></dl>')
     links = (f'<ul class="links"><li><a href="{esc(agent_url(agent["id"], "/conversations"))}">Conversations</a>'
-             f'</li><li><a href="{esc(agent_url(agent["id"], "/cron"))}">Cron jobs</a></li></ul>')
+             f'</li><li><a href="{esc(agent_url(agent["id"], "/cron"))}">Cron jobs</a></li>'
+             f'<li><a href="{esc(agent_url(agent["id"], "/memory"))}">Memory and knowledge</a></li></ul>')
     body = facts + links + _agent_actions(current, agent)
     return html(page(f"Agent {agent['agent_key']}", body, viewer=current.viewer, section="agents"))
 
