@@ -133,10 +133,10 @@ def hit_out(hit: SearchHit) -> MemorySearchHitOut:
 
 @router.get("/agents/{agent}/memory/search", operation_id="memory.search", response_model=MemorySearchOut)
 def search_memory(agent: AgentRef, call: Authenticated, *,
-                  query: Annotated[str, Query(max_length=search.QUERY_MAX_LENGTH, json_schema_extra={
+                  query: Annotated[str, Query(min_length=1, max_length=search.QUERY_MAX_LENGTH, json_schema_extra={
                       "pattern": TEXT_PATTERN}, description=(
-                      "The words to look for; a match contains every one (case-insensitive; punctuation "
-                      "separates words and is never query syntax)."))],
+                      "The words to look for, not only blanks; a match contains every one (case-insensitive; "
+                      "punctuation separates words and is never query syntax)."))],
                   scope: Annotated[str, Query(max_length=USER_ID_MAX_LENGTH, json_schema_extra={
                       "pattern": TEXT_PATTERN}, description=(
                       "The memory SCOPE to search, as the agent's tools name it: a person's user ID (their "
