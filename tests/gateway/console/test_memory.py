@@ -131,3 +131,19 @@ def test_the_screen_needs_a_session(db: Database, acme: Tenant) -> None:
         assert answer.status_code == 303 and answer.headers["location"] == "/console/sign-in"
         assert sign_in(client, acme.keys["owner"]).status_code == 303
         assert client.get(f"/console/agents/{agent.id}/memory").status_code == 200
+
+
+def test_the_picture_leaves_loops_and_entities_beyond_its_bound_to_the_tables() -> None:
+    from agentfy.gateway.console.graph import MAX_NODES, graph_svg, positions, relations_table
+
+    assert positions(1) == [(320.0, 320.0)] and positions(4)[0] == (320.0, 110.0)  # the first at the top
+    entities = [{"id": f"kg-entity-{i}", "name": f"e{i:03}", "entity_type": "thing"} for i in range(MAX_NODES + 5)]
+    loop = {"id": "kg-relation-1", "source_entity_id": "kg-entity-0", "target_entity_id": "kg-entity-0",
+            "relation": "is"}
+    beyond = {"id": "kg-relation-2", "source_entity_id": "kg-entity-0", "target_entity_id": f"kg-entity-{MAX_NODES}",
+              "relation": "far"}
+    svg = graph_svg(entities, [loop, beyond])
+    assert svg.count('<g class="node"') == MAX_NODES and '<g class="edge"' not in svg
+    assert f"{MAX_NODES} entities drawn" in svg and "5 more entities are in the table only" in svg
+    words = relations_table(entities, [loop, beyond])
+    assert "<td>e000</td><td>is</td><td>e000</td>" in words and f"<td>e{MAX_NODES:03}</td>" in words
