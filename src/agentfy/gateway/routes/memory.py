@@ -15,7 +15,7 @@ caller guessing which rows were stored), and one bad row fails the request with 
 
 from __future__ import annotations
 
-from typing import Annotated, Final
+from typing import Annotated, Final, cast
 
 from fastapi import APIRouter, Query
 
@@ -28,6 +28,7 @@ from agentfy.gateway.routes.schemas_data import (
     MemoryBatchIn,
     MemoryBatchOut,
     MemoryDocumentOut,
+    MemoryHitKind,
     MemorySearchHitOut,
     MemorySearchOut,
     renamed,
@@ -127,8 +128,8 @@ def list_episodes(agent: AgentRef, call: Authenticated, *,
 
 
 def hit_out(hit: SearchHit) -> MemorySearchHitOut:
-    return MemorySearchHitOut(kind=hit.kind, id=hit.id, title=hit.title, snippet=hit.snippet,  # type: ignore[arg-type]
-                              score=hit.score)
+    kind = cast(MemoryHitKind, hit.kind)  # the search asked for MEMORY_KINDS only
+    return MemorySearchHitOut(kind=kind, id=hit.id, title=hit.title, snippet=hit.snippet, score=hit.score)
 
 
 @router.get("/agents/{agent}/memory/search", operation_id="memory.search", response_model=MemorySearchOut)

@@ -147,10 +147,14 @@ class MemoryDocumentOut(BaseModel):
     updated_at: str
 
 
+#: What a memory search finds (:data:`agentfy.store.repos.search.MEMORY_KINDS`).
+MemoryHitKind = Literal["memory", "episodic"]
+
+
 class MemorySearchHitOut(BaseModel):
     """One match of a memory search, as the agent's ``search_memory`` tool sees it."""
 
-    kind: Literal["memory", "episodic"] = Field(description="memory: a memory document; episodic: the summary "
+    kind: MemoryHitKind = Field(description="memory: a memory document; episodic: the summary "
                                                             "of a past conversation.")
     id: str = Field(description="The memory document's or episodic summary's ID.")
     title: str = Field(description="A document's path; a summary's session key and compaction number.")
