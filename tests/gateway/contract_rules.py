@@ -112,6 +112,9 @@ SCHEMA_INEXPRESSIBLE = (
                   "a free JSON object"),
     Inexpressible(("cron.update",), "invalid_input", r"enabled", r".*one-shot time .* has passed.*",
                   "a one-shot job whose time has passed cannot be resumed: state, not the request's format"),
+    Inexpressible(("memory.search",), "invalid_input", r"query", r".*got only blanks.*",
+                  "a query is words to look for, not only blanks, and blanks are Python's str.isspace (Unicode "
+                  "White_Space and U+001C-U+001F), which no JSON-schema \\s matches exactly"),
     Inexpressible(("knowledge.ingest",), "invalid_input", r"relations\[\d+\]\.(source|target)", r".*",
                   "a relation's index is below the number of entities and names an entity of the relation's own "
                   "agent: a relation between two arrays"),

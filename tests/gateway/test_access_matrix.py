@@ -102,6 +102,7 @@ class World:
     entities: dict[str, str] = field(default_factory=dict)  # scope -> entity ID
     relations: dict[str, str] = field(default_factory=dict)  # scope -> relation ID (both ends in the scope)
     documents: dict[str, str] = field(default_factory=dict)  # scope -> memory document ID
+    summaries: dict[str, str] = field(default_factory=dict)  # scope -> episodic summary ID
     vault_document: str = ""
     skill_of: dict[str | None, str] = field(default_factory=dict)  # owner -> skill
 
@@ -153,6 +154,9 @@ def build(db: Database) -> World:
                                         relation="knows")]).relation_ids[0]
             (world.documents[scope],) = memory.upsert_memory_documents(
                 tx, acme, bot.id, [MemoryDocumentInput(user_id=scope, path=unique("doc"), content="x")])
+            world.summaries[scope] = memory.create_episodic_summary(
+                tx, acme, agent_id=bot.id, user_id=scope, session_key=unique("episode"), compaction_count=0,
+                summary="x")[0].id
         (world.vault_document,) = vault.upload_documents(tx, acme, [VaultUpload(agent_id=bot.id, path="a.txt",
                                                                                 content_type="text/plain",
                                                                                 content=b"a")])
@@ -464,6 +468,8 @@ SCOPED: dict[str, Build] = {
     "memory.documents.upsert": lambda w, c, s: Request("POST", "/v1/agents/bot/memory/documents:batch-upsert", {
         "documents": [{"user_id": s, "path": unique("p"), "content": "x"}]}),
     "memory.documents.list": lambda w, c, s: Request("GET", "/v1/agents/bot/memory/documents", params={"user_id": s}),
+    "memory.search": lambda w, c, s: Request("GET", "/v1/agents/bot/memory/search", params={"query": "x", "scope": s}),
+    "memory.episodes.list": lambda w, c, s: Request("GET", "/v1/agents/bot/memory/episodes", params={"user_id": s}),
     "knowledge.ingest": lambda w, c, s: Request("POST", "/v1/knowledge/ingest", {
         "entities": [{"agent": "bot", "user_id": s, "name": unique("n"), "entity_type": "concept"}]}),
     "cron.get": lambda w, c, s: Request("GET", f"/v1/cron-jobs/{w.jobs[s]}", hidden=True),
@@ -482,6 +488,8 @@ FILTERED: dict[str, Build] = {
                                                         present=ids_in("id", w.relations[s])),
     "memory.documents.list (all scopes)": lambda w, c, s: Request(
         "GET", "/v1/agents/bot/memory/documents", present=ids_in("id", w.documents[s])),
+    "memory.episodes.list (all scopes)": lambda w, c, s: Request(
+        "GET", "/v1/agents/bot/memory/episodes", present=ids_in("id", w.summaries[s])),
 }
 
 

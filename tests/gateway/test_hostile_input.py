@@ -72,7 +72,7 @@ def list_and_read_everything(client: TestClient, tenant: Tenant) -> None:
     for agent in agents.json()["items"]:
         base = f"/v1/agents/{agent['id']}"
         for path in ("", "/links", "/mcp-servers", "/grants", "/cron-jobs", "/memory/documents", "/vault",
-                     "/knowledge/entities", "/knowledge/relations"):
+                     "/knowledge/entities", "/knowledge/relations", "/memory/episodes"):
             answer = client.get(base + path, headers=headers)
             assert answer.status_code == 200, (path, answer.text[:300])
     with client.websocket_connect("/v1/ws", headers=headers) as ws:

@@ -102,6 +102,27 @@ def test_unpromoted_summaries_and_mark_promoted(db: Database) -> None:
         assert [s.id for s in memory.list_unpromoted_summaries(tx, acme, bot.id, "u1")] == [s1.id]
 
 
+def test_summaries_are_listed_by_scope_session_and_compaction_of_the_tenants_agent_only(db: Database) -> None:
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
+    bot, theirs = new_agent(db, acme, "bot"), new_agent(db, globex, "bot")
+    later, _ = _summary(db, acme, bot.id, "s-b", 1, user_id="u1")
+    earlier, _ = _summary(db, acme, bot.id, "s-b", 0, user_id="u1")
+    own, _ = _summary(db, acme, bot.id, "cron", 0, user_id="")
+    _summary(db, globex, theirs.id, "s-g", 0, user_id="u1")
+    with db.transaction() as tx:
+        memory.mark_promoted(tx, acme, [earlier.id])
+        listed = memory.list_episodic_summaries(tx, acme, bot.id)
+        assert [s.id for s in listed] == [own.id, earlier.id, later.id] and listed[1].promoted_at is not None
+        assert [s.id for s in memory.list_episodic_summaries(tx, acme, bot.id, user_id="u1", limit=1)] == [earlier.id]
+        assert [s.id for s in memory.list_episodic_summaries(tx, acme, bot.id, user_id="u1", limit=5,
+                                                             after=("u1", "s-b", 0))] == [later.id]
+        with pytest.raises(NotFoundError):
+            memory.list_episodic_summaries(tx, acme, theirs.id)
+        with pytest.raises(InvalidInputError) as refused:
+            memory.list_episodic_summaries(tx, acme, bot.id, user_id="a\x00b")
+        assert refused.value.field == "user_id"
+
+
 def test_mark_promoted_is_all_or_nothing_and_tenant_scoped(db: Database) -> None:
     acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
     mine, _ = _summary(db, acme, new_agent(db, acme, "bot").id)

@@ -148,6 +148,13 @@ def default_workspace_root(db: Database) -> Path:
     return Path("var/workspaces")
 
 
+def _serve_console(app: FastAPI, settings: Settings) -> None:
+    """The operator console, unless ``serve.console`` is off: mounted after the API's routes, with no middleware
+    of its own on them, so no API request passes through it."""
+    if settings.serve.console:
+        mount_console(app)
+
+
 def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers: bool = False,
                settings: Settings | None = None, workspace_root: Path | None = None,
                runtime: Runtime | None = None) -> FastAPI:
@@ -226,8 +233,7 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
 
     _attach_channels(app, gateway, settings)
     authenticated = register(app)
-    if settings.serve.console:
-        mount_console(app)  # after the API's routes, with no middleware of its own on them
+    _serve_console(app, settings)
 
     def openapi_document() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -49,7 +49,7 @@ def recall(tx: Tx, scope: Scope, agent: Agent, user_id: str | None, text: str, *
         return ""
     question = " ".join(words)
     hits = search.search(tx, scope, agent_id=agent.id, user_id=user_id or None, query=question,
-                         kinds=("memory", "episodic"), limit=HITS_MAX, any_word=True)
+                         kinds=search.MEMORY_KINDS, limit=HITS_MAX, any_word=True)
     known = knowledge_search.find(tx, scope, agent.id, user_id=user_id or "", question=question, limit=HITS_MAX)
     lines = [f"- [{hit.kind}] {hit.title}: {' '.join(hit.snippet.split())}" for hit in hits]
     lines += [f"- [knowledge] {line}" for line in knowledge_search.describe(known)]

@@ -25,6 +25,7 @@ from agentfy.gateway.console.screens import (
     cron,
     events,
     mcp_skills,
+    memory,
     operations,
     sign_in,
     tasks,
@@ -37,7 +38,8 @@ from agentfy.gateway.deps import GatewayState
 CONSOLE_PATH: Final = "/console"
 STATIC_DIR: Final = Path(__file__).with_name("static")
 SCREENS: Final = (sign_in.router, agents.router, conversations.router, cron.router, events.router,
-           operations.router, tasks.router, mcp_skills.router, usage.router, agent_settings.router)
+           operations.router, tasks.router, mcp_skills.router, usage.router, agent_settings.router,
+           memory.router)
 
 
 def console_app(gateway_app: FastAPI) -> FastAPI:

@@ -1,4 +1,12 @@
-"""``/v1/agents/{agent}/memory``: an agent's memory documents — batch upsert (fail-fast) and list.
+"""``/v1/agents/{agent}/memory``: an agent's memory documents — batch upsert (fail-fast) and list — its
+episodic summaries, and the search of one memory SCOPE that the agent itself runs.
+
+The search is :func:`agentfy.store.repos.search.search` over :data:`~agentfy.store.repos.search.MEMORY_KINDS`,
+every word required — exactly what the agent's ``search_memory`` tool calls — so what a person finds here is
+what the agent finds in that chat.  The SCOPE is never inferred: the caller names it (``scope``) in the format
+the tools use (:func:`agentfy.permissions.ownership.memory_scope`: a person's user ID in their DM,
+``group:…``/``guild:…`` in a group chat, empty for the agent's own memory), and the access policy decides
+whether the caller may read it.
 
 The batch is all or nothing: every row is validated before the first write (a partial success would leave the
 caller guessing which rows were stored), and one bad row fails the request with an error naming
@@ -7,7 +15,7 @@ caller guessing which rows were stored), and one bad row fails the request with 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Final, cast
 
 from fastapi import APIRouter, Query
 
@@ -16,9 +24,13 @@ from agentfy.gateway.pages import Cursor, Limit, Page, empty, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas_data import (
+    EpisodicSummaryOut,
     MemoryBatchIn,
     MemoryBatchOut,
     MemoryDocumentOut,
+    MemoryHitKind,
+    MemorySearchHitOut,
+    MemorySearchOut,
     renamed,
 )
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
@@ -26,11 +38,14 @@ from agentfy.permissions.access import require_scope, scope_filter
 from agentfy.store.errors import StoreError
 from agentfy.store.inputs import TEXT_PATTERN
 from agentfy.store.paging import DEFAULT_LIMIT
-from agentfy.store.repos import memory
+from agentfy.store.repos import memory, search
 from agentfy.store.repos._batch import USER_ID_MAX_LENGTH
-from agentfy.store.repos.memory import MemoryDocument, MemoryDocumentInput
+from agentfy.store.repos.memory import EpisodicSummary, MemoryDocument, MemoryDocumentInput
+from agentfy.store.repos.search import SearchHit
 
 router = APIRouter(tags=["memory"])
+#: Matches of a search when the caller does not say (the store's bound, :data:`search.LIMIT_MAX`, is the most).
+SEARCH_LIMIT: Final = 10
 
 
 def document_out(document: MemoryDocument) -> MemoryDocumentOut:
@@ -84,3 +99,67 @@ def list_documents(agent: AgentRef, call: Authenticated, *,
     return paged(call.gateway, call.who, "memory.documents.list", memory.DOC_PAGES, fetch=lambda tx, **page:
                  memory.list_memory_documents(tx, call.who.scope, agent_id, user_id=scope, **page), out=document_out,
                  limit=limit, cursor=cursor)
+
+
+def summary_out(summary: EpisodicSummary) -> EpisodicSummaryOut:
+    return EpisodicSummaryOut(id=summary.id, agent_id=summary.agent_id, user_id=summary.user_id,
+                              session_key=summary.session_key, compaction_count=summary.compaction_count,
+                              summary=summary.summary, created_at=summary.created_at,
+                              promoted_at=summary.promoted_at)
+
+
+@router.get("/agents/{agent}/memory/episodes", operation_id="memory.episodes.list",
+            response_model=Page[EpisodicSummaryOut])
+def list_episodes(agent: AgentRef, call: Authenticated, *,
+                  user_id: Annotated[str | None, Query(max_length=USER_ID_MAX_LENGTH, json_schema_extra={
+                      "pattern": TEXT_PATTERN}, description=(
+                      "Only this memory scope's summaries (empty: the agent's own)."))] = None,
+                  limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> Page[EpisodicSummaryOut]:
+    """The agent's episodic summaries — one per compaction of a conversation, promoted into long-term memory or
+    still waiting — by scope, session and compaction, a page at a time: only those of scopes the caller may see
+    (a member: its own person's; naming another scope is 403)."""
+    nothing, scope = scope_filter(call.who, "memory.episodes.list", user_id)
+    agent_id = agent_loop(call.gateway, call.who, agent).agent.id
+    if nothing:
+        return empty()
+    return paged(call.gateway, call.who, "memory.episodes.list", memory.SUMMARY_PAGES, fetch=lambda tx, **page:
+                 memory.list_episodic_summaries(tx, call.who.scope, agent_id, user_id=scope, **page),
+                 out=summary_out, limit=limit, cursor=cursor)
+
+
+def hit_out(hit: SearchHit) -> MemorySearchHitOut:
+    kind = cast(MemoryHitKind, hit.kind)  # the search asked for MEMORY_KINDS only
+    return MemorySearchHitOut(kind=kind, id=hit.id, title=hit.title, snippet=hit.snippet, score=hit.score)
+
+
+@router.get("/agents/{agent}/memory/search", operation_id="memory.search", response_model=MemorySearchOut)
+def search_memory(agent: AgentRef, call: Authenticated, *,
+                  query: Annotated[str, Query(min_length=1, max_length=search.QUERY_MAX_LENGTH, json_schema_extra={
+                      "pattern": TEXT_PATTERN}, description=(
+                      "The words to look for, not only blanks; a match contains every one (case-insensitive; "
+                      "punctuation separates words and is never query syntax)."))],
+                  scope: Annotated[str, Query(max_length=USER_ID_MAX_LENGTH, json_schema_extra={
+                      "pattern": TEXT_PATTERN}, description=(
+                      "The memory SCOPE to search, as the agent's tools name it: a person's user ID (their "
+                      "direct chat), `group:…` or `guild:…` (a group chat), or empty (`scope=`) for the "
+                      "agent's own memory. Required: one scope per search, like the agent's."))],
+                  limit: Annotated[int, Query(ge=1, le=search.LIMIT_MAX, description=(
+                      f"At most this many matches (default {SEARCH_LIMIT})."))] = SEARCH_LIMIT) -> MemorySearchOut:
+    """Search one memory SCOPE of the agent — its memory documents and episodic summaries — with the search the
+    agent's ``search_memory`` tool runs in a chat of that scope, best first.
+
+    A member may search its own person's scope only (another is 403); a blank query is 422 naming ``query``;
+    an agent that is missing or another organization's is 404.
+    """
+    require_scope(call.who, "memory.search", scope)
+    agent_id = agent_loop(call.gateway, call.who, agent).agent.id
+    try:
+        with call.gateway.db.transaction(write=False) as tx:
+            hits = search.search(tx, call.who.scope, agent_id=agent_id, user_id=scope or None, query=query,
+                                 kinds=search.MEMORY_KINDS, limit=limit)
+    except StoreError as error:
+        translated = renamed(error, lambda field: "scope" if field == "user_id" else field)
+        if translated is error:
+            raise
+        raise translated from error
+    return MemorySearchOut(items=[hit_out(hit) for hit in hits])

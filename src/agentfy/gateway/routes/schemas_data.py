@@ -147,6 +147,39 @@ class MemoryDocumentOut(BaseModel):
     updated_at: str
 
 
+#: What a memory search finds (:data:`agentfy.store.repos.search.MEMORY_KINDS`).
+MemoryHitKind = Literal["memory", "episodic"]
+
+
+class MemorySearchHitOut(BaseModel):
+    """One match of a memory search, as the agent's ``search_memory`` tool sees it."""
+
+    kind: MemoryHitKind = Field(description="memory: a memory document; episodic: the summary "
+                                                            "of a past conversation.")
+    id: str = Field(description="The memory document's or episodic summary's ID.")
+    title: str = Field(description="A document's path; a summary's session key and compaction number.")
+    snippet: str = Field(description="The text around the match.")
+    score: float = Field(description="Higher is better; comparable within one search only.")
+
+
+class MemorySearchOut(BaseModel):
+    """The best matches, best first (ranked, so not paged: ``limit`` says how many)."""
+
+    items: list[MemorySearchHitOut]
+
+
+class EpisodicSummaryOut(BaseModel):
+    id: str = id_field("episodic-summary")
+    agent_id: str = id_field("agent")
+    user_id: str = Field(description="The memory SCOPE the conversation was in (empty: the agent's own).")
+    session_key: str
+    compaction_count: int = Field(description="Which compaction of the session this summary is (from 0).")
+    summary: str
+    created_at: str
+    promoted_at: str | None = Field(description="When the dreaming worker folded it into long-term memory; "
+                                                "null while it waits.")
+
+
 # -- knowledge graph ---------------------------------------------------------------------------------------
 class EntityIn(Strict):
     agent: str = agent_ref_field()

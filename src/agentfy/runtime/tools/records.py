@@ -94,7 +94,7 @@ def search_answer(env: ToolEnv, tool: str, query: str, limit: int, *, kinds: tup
 
 
 def _search_memory(env: ToolEnv, query: str, limit: int) -> str:
-    return search_answer(env, "search_memory", query, limit, kinds=("memory", "episodic"), what="memory")
+    return search_answer(env, "search_memory", query, limit, kinds=search.MEMORY_KINDS, what="memory")
 
 
 async def search_memory(env: ToolEnv, arguments: Mapping[str, Any]) -> str:

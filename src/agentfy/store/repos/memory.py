@@ -76,6 +76,16 @@ _UNPROMOTED: Final = (sa.select(*_SUMMARY_COLUMNS)
                              episodic_summaries.c.promoted_at.is_(None))
                       .order_by(episodic_summaries.c.created_at, episodic_summaries.c.session_key,
                                 episodic_summaries.c.compaction_count))
+_SUMMARY_ORDER: Final = (episodic_summaries.c.user_id, episodic_summaries.c.session_key,
+                          episodic_summaries.c.compaction_count)
+_SUMMARY_OF_AGENT: Final = (_SUMMARY_IN_TENANT, episodic_summaries.c.agent_id == sa.bindparam("agent_id"))
+#: An agent's summaries by scope, session and compaction (unique in the tenant: a stable page key).
+SUMMARY_PAGES: Final[Keyset[EpisodicSummary]] = Keyset(
+    sa.select(*_SUMMARY_COLUMNS).where(*_SUMMARY_OF_AGENT), _SUMMARY_ORDER,
+    lambda s: (s.user_id, s.session_key, s.compaction_count))
+SCOPE_SUMMARY_PAGES: Final[Keyset[EpisodicSummary]] = Keyset(
+    sa.select(*_SUMMARY_COLUMNS).where(*_SUMMARY_OF_AGENT, episodic_summaries.c.user_id == sa.bindparam("user_id")),
+    _SUMMARY_ORDER, lambda s: (s.user_id, s.session_key, s.compaction_count))
 _SUMMARIES_IN_TENANT: Final = Sql(lambda d: sa.select(episodic_summaries.c.id).where(
     _SUMMARY_IN_TENANT, episodic_summaries.c.id.in_(json_values("ids", d))))
 _MARK_PROMOTED: Final = Sql(lambda d: sa.update(episodic_summaries).where(
@@ -152,6 +162,19 @@ def list_unpromoted_summaries(tx: Tx, scope: Scope, agent_id: str, user_id: str)
     require_agent(tx, scope, agent)
     rows = tx.all(_UNPROMOTED, {"tenant_id": scope.tenant_id, "agent_id": agent, "user_id": user})
     return [_summary(row) for row in rows]
+
+
+def list_episodic_summaries(tx: Tx, scope: Scope, agent_id: str, *, user_id: str | None = None,
+                            after: Sequence[Any] | None = None, limit: int | None = None) -> list[EpisodicSummary]:
+    """The agent's episodic summaries (one user scope's with ``user_id``), by scope, session and compaction,
+    promoted or not (all, or a page); an agent that is not the tenant's is :class:`NotFoundError`."""
+    agent = require_agent(tx, scope, agent_id)
+    if user_id is None:
+        return SUMMARY_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "agent_id": agent}, _summary, after=after,
+                                   limit=limit)
+    user = check_text(user_id, "user_id", max_length=USER_ID_MAX_LENGTH, allow_empty=True)
+    return SCOPE_SUMMARY_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "agent_id": agent, "user_id": user},
+                                     _summary, after=after, limit=limit)
 
 
 def mark_promoted(tx: Tx, scope: Scope, ids: Sequence[str]) -> int:

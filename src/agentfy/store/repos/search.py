@@ -30,6 +30,9 @@ from agentfy.store.search_index import INDEXED_CHARS
 
 Kind = Literal["memory", "episodic", "vault"]
 KINDS: Final[tuple[Kind, ...]] = get_args(Kind)
+#: What "the agent's memory" is to a search: its notes and the summaries of its past conversations (the
+#: ``search_memory`` tool, the run's recall and the API's memory search all look in exactly these).
+MEMORY_KINDS: Final[tuple[Kind, ...]] = ("memory", "episodic")
 QUERY_MAX_LENGTH: Final = 1_000
 LIMIT_MAX: Final = 100
 #: How long a snippet is, in words (SQLite counts tokens, PostgreSQL words: about the same).

@@ -119,7 +119,8 @@ async def show_agent(request: Request, agent_id: str, done: str | None = None, c
     links = (f'<ul class="links"><li><a href="{esc(agent_url(agent["id"], "/conversations"))}">Conversations</a>'
              f'</li><li><a href="{esc(agent_url(agent["id"], "/cron"))}">Cron jobs</a></li>'
              + ("" if not current.may("mcp_servers.list") else
-                f'<li><a href="{esc(agent_url(agent["id"], "/mcp-servers"))}">MCP servers</a></li>') + "</ul>")
+                f'<li><a href="{esc(agent_url(agent["id"], "/mcp-servers"))}">MCP servers</a></li>')
+             + f'<li><a href="{esc(agent_url(agent["id"], "/memory"))}">Memory and knowledge</a></li></ul>')
     body = (_done_notice(done, checked, answered) + facts + links + await model_section(current, agent)
             + await channels_section(current, agent) + _agent_actions(current, agent))
     return html(page(f"Agent {agent['agent_key']}", body, viewer=current.viewer, section="agents"))
