@@ -21,7 +21,8 @@ the script empty the answer is ``default`` when one was given, else HTTP 500 say
 script fails loudly).
 
 ``POST /v1/embeddings`` answers without a script: each input's vector is a hashed bag of words (a word's slot
-is a hash of the model's name and the word's *meaning*, :attr:`FakeOpenAI.meanings` mapping words to a shared
+is a hash of the model's name and the word's *meaning*; words under three letters and words with digits
+count for nothing; :attr:`FakeOpenAI.meanings` mapping words to a shared
 meaning, e.g. ``{"automobile": "car"}``), so texts that share words or meanings are near and others are not,
 deterministically, and another model's vectors are unrelated.  ``dimensions`` is honoured (default
 :data:`EMBEDDING_DIMENSIONS`); ``usage.prompt_tokens`` counts the words.  :attr:`FakeOpenAI.embeddings_down`
@@ -98,6 +99,8 @@ def bag_of_words_vector(text: str, *, model: str, dimensions: int = EMBEDDING_DI
     """The fake's vector of ``text`` (see the module docstring): one count per word's meaning in its slot."""
     vector = [0.0] * dimensions
     for word in re.findall(r"\w+", text.lower()):
+        if len(word) < 3 or any(c.isdigit() for c in word):
+            continue  # a model's vector is about the words that mean something
         meaning = (meanings or {}).get(word, word)
         slot = int.from_bytes(hashlib.sha256(f"{model}:{meaning}".encode()).digest()[:8], "big") % dimensions
         vector[slot] += 1.0

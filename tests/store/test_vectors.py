@@ -45,7 +45,7 @@ def _embed_pending(db: Database, org: Tenant, model: str = MODEL) -> int:
 
 def _query(text: str, model: str = MODEL) -> QueryVector:
     data = _vector(text, model)
-    return QueryVector(model, len(data) // 4, data, 0.3)
+    return QueryVector(model, len(data) // 4, data, 0.15)
 
 
 def _search(db: Database, org: Tenant, query: str, user_id: str = GROUP, vector: QueryVector | None = None,

@@ -18,6 +18,7 @@ the API (``PUT /v1/agents/{agent}/embeddings``) and every reader call it, and it
 (:mod:`agentfy.runtime.call_policy`); its failures are :class:`~agentfy.runtime.model.ModelError` (the base
 URL and the status, never the key or a body).  :class:`QueryEmbedder` embeds a search's query for a run —
 before any transaction is opened, with one short try: a search whose embedding fails is the full-text search.
+Every call's tokens are recorded in ``usage_snapshots`` under the agent (``run_id`` ``embedding-…``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -33,7 +35,8 @@ from agentfy.identity import Scope
 from agentfy.runtime.call_policy import CallPolicy, Progress, call_with_policy
 from agentfy.runtime.model import ModelError, Usage
 from agentfy.runtime.openai_compat import ERRORS, OpenAIClients
-from agentfy.runtime.providers import ModelConfigError, is_http_url
+from agentfy.runtime import usage
+from agentfy.runtime.providers import OPENAI, ModelConfigError, is_http_url
 from agentfy.store.db import Database, Tx
 from agentfy.store.errors import InvalidInputError, NotFoundError
 from agentfy.store.repos import credentials
@@ -232,6 +235,10 @@ class QueryEmbedder:
             logger.warning("embeddings.query_failed", extra={"agent_id": agent.id, "tenant_id": agent.tenant_id,
                                                              "problem": str(error)})
             return None
+        if embedded.usage is not None:  # its own short transaction, after the call (a failure is only logged)
+            await asyncio.to_thread(usage.record, db, agent, provider=OPENAI, model=settings.model,
+                                    usage=embedded.usage, run_id=f"embedding-{secrets.token_hex(8)}",
+                                    session_key=None)
         return query_vector(settings, embedded)
 
     def _key(self, db: Database, agent: Agent, settings: EmbeddingsSettings) -> str | None:
