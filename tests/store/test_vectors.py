@@ -80,7 +80,7 @@ def test_a_note_found_both_ways_ranks_first_and_text_hits_stay(db: Database) -> 
         Doc(user_id=GROUP, path="c.md", content="the car"))
     _embed_pending(db, acme)
     hits = _search(db, acme, "automobile parking", vector=_query("automobile parking"), any_word=True)
-    assert [hit.id for hit in hits][0] == both
+    assert hits[0].id == both
     assert {both, words_only, meaning_only} == {hit.id for hit in hits}
 
 

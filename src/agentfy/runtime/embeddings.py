@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from agentfy.identity import Scope
+from agentfy.runtime import usage
 from agentfy.runtime.call_policy import CallPolicy, Progress, call_with_policy
 from agentfy.runtime.model import ModelError, Usage
 from agentfy.runtime.openai_compat import ERRORS, OpenAIClients
-from agentfy.runtime import usage
 from agentfy.runtime.providers import OPENAI, ModelConfigError, is_http_url
 from agentfy.store.db import Database, Tx
 from agentfy.store.errors import InvalidInputError, NotFoundError
