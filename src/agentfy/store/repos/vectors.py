@@ -5,9 +5,11 @@ A row of ``memory_embeddings`` is one source (a memory document or an episodic s
 model: the source's tenant, agent and memory SCOPE (copied from the source, so the candidates of a search are
 filtered in SQL, like the full-text search's), the model's name, the vector's dimensions and the vector as
 float32 little-endian bytes scaled to unit length (:func:`pack`), so a cosine similarity is a dot product.
-``source_version`` is the source's ``updated_at`` (a summary's ``created_at``) when its text was read: a vector
-of an older text is never compared (the search joins the source and checks it) and is replaced when the
-document is embedded again.
+``source_version`` is the source's ``updated_at`` (a summary's ``created_at``) when its text was read.  A
+rewritten document's vectors are deleted in the rewriting transaction (:func:`~agentfy.store.repos.memory.
+upsert_memory_documents`), and a vector is stored only if its source still has the version it was read at,
+checked under a share lock of the source row on PostgreSQL (a concurrent rewrite waits for the store, then its
+delete sees the vector) — so the search compares current vectors only, without joining the sources.
 
 Why brute force: PostgreSQL here has no ``vector`` type (the pgvector extension is not installed), and both
 engines store the same bytes.  :func:`nearest` reads the vectors of the candidates — one tenant, agent, SCOPE,
@@ -189,7 +191,8 @@ def store_vectors(tx: Tx, scope: Scope, agent_id: str, *, model: str,
             raise InvalidInputError(f"invalid vector of {len(data)} bytes for {source.id}: expected float32 values",
                                     field="vector", value=len(data))
         key = {"tenant_id": scope.tenant_id, "agent_id": agent, "id": source.id}
-        current = tx.one(_VERSION[source.kind], key)
+        lock = " FOR SHARE" if tx.db.dialect == "postgresql" else ""
+        current = tx.one(_VERSION[source.kind] + lock, key)
         if current is None or current[0] != source.version:
             continue
         tx.execute(_DELETE, {**key, "model": name})
@@ -203,13 +206,12 @@ def store_vectors(tx: Tx, scope: Scope, agent_id: str, *, model: str,
 
 
 # -- the nearest sources --------------------------------------------------------------------------------------
-# Candidates: the SCOPE's current vectors of the model and dimension (a document's vector of an older version is
-# left out by the join).  The kinds' list is filled from SOURCE_KINDS only, never from input.
+# Candidates: the SCOPE's vectors of the model and dimension (all current: see the module docstring).  The kinds'
+# list is filled from SOURCE_KINDS only, never from input.
 _CANDIDATES: Final = (
     "SELECT e.kind, e.source_id, e.vector FROM memory_embeddings AS e "
-    "LEFT JOIN memory_documents AS d ON d.id = e.document_id AND d.updated_at = e.source_version "
     "WHERE e.tenant_id = :tenant_id AND e.agent_id = :agent_id AND e.user_id = :user_id AND e.model = :model "
-    "AND e.dimensions = :dimensions AND e.kind IN ({kinds}) AND (e.kind = 'episodic' OR d.id IS NOT NULL)")
+    "AND e.dimensions = :dimensions AND e.kind IN ({kinds})")
 _TITLES: Final[dict[SourceKind, str]] = {
     "memory": "SELECT id, path, substr(content, 1, :chars) FROM memory_documents WHERE tenant_id = :tenant_id "
               "AND id = :id",
