@@ -18,6 +18,8 @@ import sqlalchemy as sa
 from agentfy.agents.prompt import split_system_prompt
 from agentfy.agents.router import Router
 from agentfy.events import outbox
+from agentfy.events.consolidation import handlers
+from agentfy.events.consolidation.episodic import publish_session_completed
 from agentfy.events.embedding import MEMORY_EMBED, publish_embedding_due
 from agentfy.events.settings import BusSettings
 from agentfy.events.worker import Worker
@@ -32,7 +34,7 @@ from agentfy.runtime.providers import ModelConfigError, Providers
 from agentfy.runtime.runner import Runtime
 from agentfy.store import schema
 from agentfy.store.db import Database
-from agentfy.store.repos import agents, credentials, memory
+from agentfy.store.repos import agents, credentials, memory, sessions
 from agentfy.store.repos.credentials import CredentialCipher
 from agentfy.store.repos.memory import MemoryDocumentInput
 from tests.helpers.fake_openai import FakeOpenAI
@@ -192,6 +194,45 @@ def test_a_catch_up_embeds_memory_written_before_the_configuration_a_batch_at_a_
     assert [status for status, _, _ in _events(db)] == ["done", "done"]  # the full batch queued the next
     answer = _say(runtime, acme, 1001, "/tool search_memory query=automobile")
     assert all(f"n{i}.md" in answer for i in range(3))
+
+
+def test_after_a_change_of_model_only_the_new_model_s_vectors_are_compared(
+        db: Database, runtime: Runtime, fake: FakeOpenAI, calls: ModelCalls, cipher: CredentialCipher) -> None:
+    acme = _tenant(db, cipher, "acme", _config(fake))
+    assert acme.bot is not None
+    _say(runtime, acme, 1001, "/tool remember fact='my car is parked on level three'")
+    _embed(db, calls)
+    config = _config(fake)
+    config["embeddings"]["model"] = "embed-large"  # the fake's vectors of another model are unrelated
+    with db.transaction() as tx:
+        agents.update_agent(tx, acme.scope, acme.bot.id, config=config)
+    answer = _say(runtime, acme, 1001, "/tool search_memory query=automobile")
+    assert fake.embedding_requests[-1]["model"] == "embed-large"  # the query is embedded by the new model
+    assert "no memory matches" in answer  # and the old model's vector is not compared with it
+    with db.transaction() as tx:
+        updated = agents.get_agent(tx, acme.scope, acme.bot.id)
+        publish_embedding_due(tx, acme.scope, updated, catch_up=True)  # what PUT …/embeddings queues
+    _embed(db, calls)
+    assert "level three" in _say(runtime, acme, 1001, "/tool search_memory query=automobile")
+
+
+def test_a_new_episodic_summary_is_embedded_after_the_consolidation_writes_it(
+        db: Database, fake: FakeOpenAI, calls: ModelCalls, cipher: CredentialCipher) -> None:
+    acme = _tenant(db, cipher, "acme", _config(fake))
+    assert acme.bot is not None
+    with db.transaction() as tx:
+        session = sessions.open_session(tx, acme.scope, "chat-1", acme.bot.id, "1001")
+        sessions.append_message(tx, acme.scope, session.session_key, "user", "I parked the automobile downstairs.",
+                                sender_id="1001")
+        sessions.complete_session(tx, acme.scope, session.session_key)
+        publish_session_completed(tx, acme.scope, session.session_key)
+    worker = Worker(db, {**handlers(), MEMORY_EMBED: MemoryEmbedder(calls, bus=FAST)}, settings=FAST)
+    while worker.run_once():
+        pass
+    with db.transaction(write=False) as tx:
+        (summary,) = memory.list_unpromoted_summaries(tx, acme.scope, acme.bot.id, "1001")
+        kinds = tx.all("SELECT kind, source_id FROM memory_embeddings WHERE tenant_id = :t", {"t": acme.scope.tenant_id})
+    assert kinds == [("episodic", summary.id)]
 
 
 def test_a_credential_that_is_not_stored_dead_letters_the_embedding_and_keeps_the_text(

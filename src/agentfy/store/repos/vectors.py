@@ -236,7 +236,7 @@ def nearest(tx: Tx, scope: Scope, *, agent_id: str, user_id: str | None, query: 
     if len(query.data) != 4 * query.dimensions or not wanted:
         return []
     require_agent(tx, scope, agent)
-    rows = tx.all(_CANDIDATES.format(kinds=", ".join(f"'{kind}'" for kind in wanted)),
+    rows = tx.all_binary(_CANDIDATES.format(kinds=", ".join(f"'{kind}'" for kind in wanted)),
                   {"tenant_id": scope.tenant_id, "agent_id": agent, "user_id": user,
                    "model": _check_model(query.model), "dimensions": query.dimensions})
     if not rows:
