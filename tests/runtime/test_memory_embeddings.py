@@ -231,7 +231,8 @@ def test_a_new_episodic_summary_is_embedded_after_the_consolidation_writes_it(
         pass
     with db.transaction(write=False) as tx:
         (summary,) = memory.list_unpromoted_summaries(tx, acme.scope, acme.bot.id, "1001")
-        kinds = tx.all("SELECT kind, source_id FROM memory_embeddings WHERE tenant_id = :t", {"t": acme.scope.tenant_id})
+        kinds = tx.all("SELECT kind, source_id FROM memory_embeddings WHERE tenant_id = :t",
+                       {"t": acme.scope.tenant_id})
     assert kinds == [("episodic", summary.id)]
 
 
