@@ -21,7 +21,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Final, TypeAlias, cast
@@ -571,8 +571,10 @@ class Tx:
             return self.all(statement, params)
         sql, defaults = self.db._compiled.get(statement) or self.db.compiled(statement)
         values = {**defaults, **cast(Mapping[str, Any], params or {})} if defaults else (params or {})
+        span = nullcontext() if self.db.tracer is None else self.db.tracer.start_as_current_span(
+            "db SELECT", kind=SpanKind.CLIENT, attributes={"db.system": self.db.dialect, "db.statement": sql})
         try:
-            with self._cursor.connection.cursor(binary=True) as cursor:
+            with span, self._cursor.connection.cursor(binary=True) as cursor:
                 cursor.execute(sql, values)
                 return [tuple(r) for r in cursor.fetchall()]
         except Exception as error:
