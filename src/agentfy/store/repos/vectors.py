@@ -24,6 +24,7 @@ conditions of the statement.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -212,12 +213,14 @@ _CANDIDATES: Final = (
     "SELECT e.kind, e.source_id, e.vector FROM memory_embeddings AS e "
     "WHERE e.tenant_id = :tenant_id AND e.agent_id = :agent_id AND e.user_id = :user_id AND e.model = :model "
     "AND e.dimensions = :dimensions AND e.kind IN ({kinds})")
-_TITLES: Final[dict[SourceKind, str]] = {
-    "memory": "SELECT id, path, substr(content, 1, :chars) FROM memory_documents WHERE tenant_id = :tenant_id "
-              "AND id = :id",
-    "episodic": "SELECT id, session_key || ' #' || compaction_count, substr(summary, 1, :chars) "
-                "FROM episodic_summaries WHERE tenant_id = :tenant_id AND id = :id",
-}
+# The hits' titles and texts, in one statement: the IDs are a JSON list (one statement text for any count).
+_IDS_IN: Final = {"postgresql": "IN (SELECT json_array_elements_text(CAST(:ids AS json)))",
+                  "sqlite": "IN (SELECT value FROM json_each(:ids))"}
+_TITLES: Final = (
+    "SELECT id, path, substr(content, 1, :chars) FROM memory_documents WHERE tenant_id = :tenant_id AND id {ids} "
+    "UNION ALL "
+    "SELECT id, session_key || ' #' || compaction_count, substr(summary, 1, :chars) FROM episodic_summaries "
+    "WHERE tenant_id = :tenant_id AND id {ids}")
 
 
 def _snippet(text: str) -> str:
@@ -241,16 +244,17 @@ def nearest(tx: Tx, scope: Scope, *, agent_id: str, user_id: str | None, query: 
                    "model": _check_model(query.model), "dimensions": query.dimensions})
     if not rows:
         return []
-    matrix = np.frombuffer(b"".join(bytes(row[2]) for row in rows), dtype="<f4").reshape(len(rows), query.dimensions)
+    matrix = np.frombuffer(b"".join([row[2] for row in rows]), dtype="<f4").reshape(len(rows), query.dimensions)
     scores = matrix @ np.frombuffer(query.data, dtype="<f4")
     count = min(limit, len(rows))
     best = np.argpartition(-scores, count - 1)[:count] if count < len(rows) else np.arange(len(rows))
-    ranked = sorted(((float(scores[i]), rows[i][1], rows[i][0]) for i in best), key=lambda s: (-s[0], s[1]))
-    hits: list[VectorHit] = []
-    for similarity, source_id, kind in ranked:
-        if similarity < query.min_similarity:
-            break
-        found = tx.one(_TITLES[kind], {"tenant_id": scope.tenant_id, "id": source_id, "chars": 2_000})
-        if found is not None:
-            hits.append(VectorHit(kind, source_id, found[1], _snippet(found[2] or ""), similarity))
-    return hits
+    ranked = [(similarity, source_id, kind) for similarity, source_id, kind in sorted(
+        ((float(scores[i]), rows[i][1], rows[i][0]) for i in best), key=lambda s: (-s[0], s[1]))
+        if similarity >= query.min_similarity]
+    if not ranked:
+        return []
+    sql = _TITLES.format(ids=_IDS_IN["postgresql" if tx.db.dialect == "postgresql" else "sqlite"])
+    found = {row[0]: row for row in tx.all(sql, {"tenant_id": scope.tenant_id, "chars": 2_000,
+                                                 "ids": json.dumps([source_id for _, source_id, _ in ranked])})}
+    return [VectorHit(kind, source_id, found[source_id][1], _snippet(found[source_id][2] or ""), similarity)
+            for similarity, source_id, kind in ranked if source_id in found]
