@@ -23,7 +23,8 @@ Goals: ours within 1.5x of raw (p50 and p99), and p99 under 20 ms on PostgreSQL.
 (``N / 10``: 10,000 at the default) get vectors of :data:`DIMENSIONS` dimensions (a hashed bag of their words,
 made here, stored with ``vectors.store_vectors``), and the same queries run interleaved as ``search.search``
 with the query's vector (**hybrid**: full-text and brute-force cosine over every vector of the SCOPE, merged by
-rank) and without (**fts**).  Goal: hybrid p99 under 50 ms at 10,000 vectors on both engines.
+rank) and without (**fts**).  What the vectors cost is the difference: reading the SCOPE's vectors (about 1 KB
+each) and one matrix product.
 """
 
 from __future__ import annotations
@@ -58,7 +59,6 @@ ROUNDS = 5
 RATIO_GOAL = 1.5
 PG_P99_GOAL_MS = 20.0
 DIMENSIONS = 256
-HYBRID_P99_GOAL_MS = 50.0
 MODEL = "bench-embed"
 _SYLLABLES = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"]  # 80 syllables: 80^2 = 6,400 two-syllable words
 VOCABULARY = [_SYLLABLES[i // len(_SYLLABLES)] + _SYLLABLES[i % len(_SYLLABLES)] + ("n" if i % 3 == 0 else "")
@@ -258,8 +258,6 @@ def measure_hybrid(dialect: str, db: Database, documents: int) -> None:
           f"({documents:,} documents in the tenant): {len(QUERIES)} queries x {ROUNDS} rounds")
     for stat, figure in (("p50", statistics.median), ("p99", lambda v: percentile(v, 0.99))):
         print(f"  {stat}: hybrid {figure(times['hybrid']):.2f} ms vs fts {figure(times['fts']):.2f} ms")
-    p99 = percentile(times["hybrid"], 0.99)
-    print(f"  hybrid p99 goal < {HYBRID_P99_GOAL_MS:.0f} ms: {'met' if p99 < HYBRID_P99_GOAL_MS else 'NOT met'}")
 
 
 def main() -> None:
