@@ -36,7 +36,7 @@ from agentfy.runtime import usage
 from agentfy.runtime.call_policy import CallPolicy, Progress, call_with_policy
 from agentfy.runtime.model import ModelError, Usage
 from agentfy.runtime.openai_compat import ERRORS, OpenAIClients
-from agentfy.runtime.providers import OPENAI, ModelConfigError, is_http_url
+from agentfy.runtime.providers import OPENAI, ModelConfigError, Providers, is_http_url
 from agentfy.store.db import Database, Tx
 from agentfy.store.errors import InvalidInputError, NotFoundError
 from agentfy.store.repos import credentials
@@ -216,12 +216,11 @@ def query_vector(settings: EmbeddingsSettings, embedded: Embedded) -> QueryVecto
 class QueryEmbedder:
     """Embeds a run's search query with the agent's own embeddings model (see the module docstring): a
     :class:`~agentfy.store.repos.vectors.QueryVector`, or ``None`` — no embeddings configured, or they failed
-    (logged; the caller searches by text alone)."""
+    (logged; the caller searches by text alone).  ``providers``: the runtime's, whose credentials cipher and
+    ``openai`` SDK clients it uses (read at each call, so they are the runtime's at that moment)."""
 
-    def __init__(self, *, cipher: CredentialCipher | None, clients: OpenAIClients | None = None,
-                 policy: CallPolicy = QUERY_POLICY) -> None:
-        self.cipher = cipher
-        self.clients = clients if clients is not None else OpenAIClients()
+    def __init__(self, providers: Providers, *, policy: CallPolicy = QUERY_POLICY) -> None:
+        self.providers = providers
         self.policy = policy
 
     async def vector_for(self, db: Database, agent: Agent, text: str) -> QueryVector | None:
@@ -230,7 +229,7 @@ class QueryEmbedder:
             if settings is None or not text.strip():
                 return None
             key = await asyncio.to_thread(self._key, db, agent, settings)
-            embedded = await embed(self.clients, self.policy, settings, key, [text])
+            embedded = await embed(self.providers.clients, self.policy, settings, key, [text])
         except (ModelConfigError, ModelError) as error:
             logger.warning("embeddings.query_failed", extra={"agent_id": agent.id, "tenant_id": agent.tenant_id,
                                                              "problem": str(error)})
@@ -243,5 +242,5 @@ class QueryEmbedder:
 
     def _key(self, db: Database, agent: Agent, settings: EmbeddingsSettings) -> str | None:
         with db.transaction(write=False) as tx:  # closed before the call: a network call holds no transaction
-            return api_key(tx, Scope(agent.tenant_id), self.cipher, agent, settings)
+            return api_key(tx, Scope(agent.tenant_id), self.providers.cipher, agent, settings)
 

@@ -145,7 +145,7 @@ class Runtime:
         #: The agents' MCP servers' tools, added to the built-in ones in every run (:mod:`agentfy.runtime.mcp`).
         self.mcp = mcp if mcp is not None else McpTools(cipher=self.providers.cipher)
         #: Embeds memory searches' queries with each agent's embeddings model (:mod:`agentfy.runtime.embeddings`).
-        self.embedder = QueryEmbedder(cipher=self.providers.cipher, clients=self.providers.clients)
+        self.embedder = QueryEmbedder(self.providers)
         self._locks = ConversationLocks(db)
         self._slugs: dict[str, str] = {}
         #: This process's token totals (``/metrics``): by provider and kind, see :mod:`agentfy.runtime.usage`.
