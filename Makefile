@@ -124,11 +124,12 @@ bench-cutover: $(VENV)/.installed-dev
 
 # Full-text search (ours vs the engine's raw query, same filters) on 100,000 memory documents in one tenant of
 # ten, both engines (PostgreSQL at $$AGENTFY_BENCH_PG_URL); `make bench-search DOCUMENTS=10000` for a quick
-# run, `SEARCH_ENGINE=sqlite` (or postgresql) for one engine (not ENGINE: `fuzz` gives that a default).
+# run, `SEARCH_ENGINE=sqlite` (or postgresql) for one engine (not ENGINE: `fuzz` gives that a default),
+# `HYBRID=1` for the hybrid search (vectors) against full-text only.
 # Loading takes minutes.
 bench-search: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.search $(if $(DOCUMENTS),--documents $(DOCUMENTS),) \
-		$(if $(SEARCH_ENGINE),--engine $(SEARCH_ENGINE),)
+		$(if $(SEARCH_ENGINE),--engine $(SEARCH_ENGINE),) $(if $(HYBRID),--hybrid,)
 
 bench-mcp: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.mcp_calls

@@ -18,6 +18,13 @@ Measured, interleaved query by query (the order swapped every round), the same q
   GIN-indexed ``tsvector`` with ``ts_rank`` and ``ts_headline`` on PostgreSQL.
 
 Goals: ours within 1.5x of raw (p50 and p99), and p99 under 20 ms on PostgreSQL.
+
+``--hybrid`` measures the hybrid search instead (``make bench-search HYBRID=1``): the measured SCOPE's documents
+(``N / 10``: 10,000 at the default) get vectors of :data:`DIMENSIONS` dimensions (a hashed bag of their words,
+made here, stored with ``vectors.store_vectors``), and the same queries run interleaved as ``search.search``
+with the query's vector (**hybrid**: full-text and brute-force cosine over every vector of the SCOPE, merged by
+rank) and without (**fts**).  What the vectors cost is the difference: reading the SCOPE's vectors (about 1 KB
+each) and one matrix product.
 """
 
 from __future__ import annotations
@@ -32,12 +39,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 
 from agentfy.identity import Scope
 from agentfy.store.db import Database
 from agentfy.store.migrate import upgrade
-from agentfy.store.repos import agents, memory, orgs, search
+from agentfy.store.repos import agents, memory, orgs, search, vectors
 from agentfy.store.repos.memory import MemoryDocumentInput
 from bench.harness import header
 from bench.postgres import scratch_database, server_problem
@@ -50,6 +58,8 @@ BATCH = 2_000
 ROUNDS = 5
 RATIO_GOAL = 1.5
 PG_P99_GOAL_MS = 20.0
+DIMENSIONS = 256
+MODEL = "bench-embed"
 _SYLLABLES = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"]  # 80 syllables: 80^2 = 6,400 two-syllable words
 VOCABULARY = [_SYLLABLES[i // len(_SYLLABLES)] + _SYLLABLES[i % len(_SYLLABLES)] + ("n" if i % 3 == 0 else "")
               for i in range(VOCABULARY_SIZE)]
@@ -195,15 +205,72 @@ def measure(dialect: str, db: Database, documents: int) -> None:
         print(f"  p99 goal < {PG_P99_GOAL_MS:.0f} ms: {'met' if p99['ours'] < PG_P99_GOAL_MS else 'NOT met'}")
 
 
+def vector_of(text: str) -> list[float]:
+    """A hashed bag of ``text``'s words: what the tests' fake embeddings server answers, made in process."""
+    vector = np.zeros(DIMENSIONS)
+    for word in text.split():
+        vector[int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "big") % DIMENSIONS] += 1.0
+    return [float(v) for v in vector]
+
+
+def embed_scope(db: Database, scope: Scope, agent: str) -> int:
+    """Vectors for the measured SCOPE's documents, as the background embedder stores them; returns how many."""
+    started = time.perf_counter()
+    with db.transaction(write=False) as tx:
+        sources = [vectors.Source("memory", row[0], "scope-0", row[1], row[2]) for row in tx.all(
+            "SELECT id, updated_at, content FROM memory_documents WHERE tenant_id = :tenant_id AND agent_id = "
+            ":agent_id AND user_id = 'scope-0'", {"tenant_id": scope.tenant_id, "agent_id": agent})]
+    stored = 0
+    for first in range(0, len(sources), BATCH):
+        with db.transaction() as tx:
+            stored += vectors.store_vectors(tx, scope, agent, model=MODEL, vectors=[
+                (s, vectors.pack(vector_of(s.text))) for s in sources[first:first + BATCH]])
+    settle(db)
+    print(f"# embedded {stored:,} documents of the measured SCOPE in {time.perf_counter() - started:.0f} s")
+    return stored
+
+
+def measure_hybrid(dialect: str, db: Database, documents: int) -> None:
+    scope, agent = load(db, documents)
+    count = embed_scope(db, scope, agent)
+    queries = {query: vectors.QueryVector(MODEL, DIMENSIONS, vectors.pack(vector_of(query))) for query in QUERIES}
+
+    def side(vector: bool) -> Callable[[str], object]:
+        def run(query: str) -> object:
+            with db.transaction(write=False) as tx:
+                return search.search(tx, scope, agent_id=agent, user_id="scope-0", query=query, kinds=["memory"],
+                                     limit=10, vector=queries[query] if vector else None)
+        return run
+
+    hybrid, fts = side(True), side(False)
+    for query in QUERIES:  # warm-up
+        hybrid(query)
+        fts(query)
+    times: dict[str, list[float]] = {"hybrid": [], "fts": []}
+    for round_number in range(ROUNDS):
+        sides = [("hybrid", hybrid), ("fts", fts)]
+        for query in QUERIES:
+            for name, run in sides if round_number % 2 == 0 else reversed(sides):
+                start = time.perf_counter()
+                run(query)
+                times[name].append((time.perf_counter() - start) * 1000)
+    print(f"{dialect}: hybrid search, {count:,} vectors of {DIMENSIONS} dimensions in the SCOPE "
+          f"({documents:,} documents in the tenant): {len(QUERIES)} queries x {ROUNDS} rounds")
+    for stat, figure in (("p50", statistics.median), ("p99", lambda v: percentile(v, 0.99))):
+        print(f"  {stat}: hybrid {figure(times['hybrid']):.2f} ms vs fts {figure(times['fts']):.2f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=100_000, help="documents of the measured tenant")
     parser.add_argument("--engine", choices=["sqlite", "postgresql"], action="append",
                         help="one engine (repeat for both; default both)")
+    parser.add_argument("--hybrid", action="store_true", help="the hybrid search (vectors) against full-text only")
     arguments = parser.parse_args()
-    header("full-text search: ours vs the engine's raw query")
+    header("hybrid search: full-text and vectors vs full-text only" if arguments.hybrid
+           else "full-text search: ours vs the engine's raw query")
     for dialect, db in databases(arguments.engine or ["sqlite", "postgresql"]):
-        measure(dialect, db, arguments.documents)
+        (measure_hybrid if arguments.hybrid else measure)(dialect, db, arguments.documents)
 
 
 if __name__ == "__main__":

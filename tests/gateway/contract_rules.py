@@ -86,6 +86,15 @@ SCHEMA_INEXPRESSIBLE = (
     Inexpressible(("agents.model.set",), "invalid_input", r"base_url", r".* is not an http\(s\) URL with a host",
                   "a URL a request can be sent to (a host, a valid port, IPv6 brackets, IDNA) is the HTTP client's "
                   "grammar, not a pattern"),
+    Inexpressible(("agents.embeddings.set",), "invalid_input", r"credential", r"credential .* is not stored in this.*",
+                  "the credential an agent's embeddings name must be stored in the organization first: state, not a "
+                  "format"),
+    Inexpressible(("agents.embeddings.set",), "invalid_input", r"base_url", r".* is not an http\(s\) URL with a host",
+                  "a URL a request can be sent to (a host, a valid port, IPv6 brackets, IDNA) is the HTTP client's "
+                  "grammar, not a pattern"),
+    Inexpressible(("agents.embeddings.get",), "invalid_input", r"config\.embeddings(\..*)?", r".*",
+                  "the agent's stored configuration (written by agents.create or agents.update, whose config is any "
+                  "JSON object) must be one a search can use: state, not the request's format"),
     Inexpressible(("mcp_servers.add",), "invalid_input", r"url", r".* is not an http\(s\) URL with a host.*",
                   "a URL a request can be sent to (a host, a valid port, IPv6 brackets, IDNA) is the HTTP client's "
                   "grammar, not a pattern"),

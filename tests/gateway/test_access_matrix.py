@@ -205,6 +205,12 @@ def fresh_agent(world: World) -> str:
         return agents.create_agent(tx, world.scope, agent_key=unique("fresh")).id
 
 
+def _fresh_embedded_agent(world: World) -> str:
+    with world.tx() as tx:
+        return agents.create_agent(tx, world.scope, agent_key=unique("fresh"), config={
+            "embeddings": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}).id
+
+
 def fresh_member(world: World, role: str = "member") -> str:
     with world.tx() as tx:
         person = orgs.create_user(tx, display_name="fresh").id
@@ -358,6 +364,10 @@ UNSCOPED: dict[str, Build] = {
         "provider": "offline", "context_window": 1000}),
     "agents.model.get": lambda w, c, s: Request("GET", "/v1/agents/bot/model"),
     "agents.model.check": lambda w, c, s: Request("POST", "/v1/agents/bot/model/check"),
+    "agents.embeddings.set": lambda w, c, s: Request("PUT", f"/v1/agents/{fresh_agent(w)}/embeddings", {
+        "base_url": "http://127.0.0.1:9/v1", "model": "m"}),
+    "agents.embeddings.get": lambda w, c, s: Request("GET", "/v1/agents/bot/embeddings"),
+    "agents.embeddings.delete": lambda w, c, s: Request("DELETE", f"/v1/agents/{_fresh_embedded_agent(w)}/embeddings"),
 }
 
 

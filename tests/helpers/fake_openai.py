@@ -19,11 +19,20 @@ OpenAI-style error body; a :class:`Raw` any JSON body.  ``delay`` makes an answe
 ``piece_delay`` spaces the stream's chunks (a cancellation test, with :attr:`FakeOpenAI.disconnects`).  With
 the script empty the answer is ``default`` when one was given, else HTTP 500 saying so (a test that forgot to
 script fails loudly).
+
+``POST /v1/embeddings`` answers without a script: each input's vector is a hashed bag of words (a word's slot
+is a hash of the model's name and the word's *meaning*; words under three letters and words with digits
+count for nothing; :attr:`FakeOpenAI.meanings` mapping words to a shared
+meaning, e.g. ``{"automobile": "car"}``), so texts that share words or meanings are near and others are not,
+deterministically, and another model's vectors are unrelated.  ``dimensions`` is honoured (default
+:data:`EMBEDDING_DIMENSIONS`); ``usage.prompt_tokens`` counts the words.  :attr:`FakeOpenAI.embeddings_down`
+makes it answer HTTP 503; :attr:`FakeOpenAI.embedding_requests` records the bodies.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -82,6 +91,23 @@ class Raw:
 
 Answer = Completion | Failure | Raw
 
+EMBEDDING_DIMENSIONS = 256
+
+
+def bag_of_words_vector(text: str, *, model: str, dimensions: int = EMBEDDING_DIMENSIONS,
+                        meanings: Mapping[str, str] | None = None) -> list[float]:
+    """The fake's vector of ``text`` (see the module docstring): one count per word's meaning in its slot."""
+    vector = [0.0] * dimensions
+    for word in re.findall(r"\w+", text.lower()):
+        if len(word) < 3 or any(c.isdigit() for c in word):
+            continue  # a model's vector is about the words that mean something
+        meaning = (meanings or {}).get(word, word)
+        slot = int.from_bytes(hashlib.sha256(f"{model}:{meaning}".encode()).digest()[:8], "big") % dimensions
+        vector[slot] += 1.0
+    if not any(vector):
+        vector[0] = 1.0
+    return vector
+
 
 def _usage(usage: Usage) -> dict[str, Any]:
     out: dict[str, Any] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
@@ -139,8 +165,14 @@ class FakeOpenAI(ScriptedServer[Answer]):
     ScriptedServer`)."""
 
     def __init__(self, *, default: Answer | None = None) -> None:
-        app = Starlette(routes=[Route("/v1/chat/completions", self._endpoint, methods=["POST"])])
+        app = Starlette(routes=[Route("/v1/chat/completions", self._endpoint, methods=["POST"]),
+                                Route("/v1/embeddings", self._embeddings, methods=["POST"])])
         super().__init__(app, name="fake-openai", default=default)
+        #: Words that mean the same for the embeddings (word -> meaning).
+        self.meanings: dict[str, str] = {}
+        #: The embeddings endpoint answers HTTP 503 while set.
+        self.embeddings_down = False
+        self.embedding_requests: list[Mapping[str, Any]] = []
 
     @property
     def url(self) -> str:
@@ -164,6 +196,21 @@ class FakeOpenAI(ScriptedServer[Answer]):
             return JSONResponse(completion_json(answer, model))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return StreamingResponse(self._events(answer, model, include_usage), media_type="text/event-stream")
+
+    async def _embeddings(self, request: Request) -> Response:
+        body = json.loads(await request.body())
+        self.embedding_requests.append(body)
+        if self.embeddings_down:
+            return JSONResponse({"error": {"message": "embeddings are down", "type": "fake", "code": None}}, 503)
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        model = str(body["model"])
+        dimensions = int(body.get("dimensions") or EMBEDDING_DIMENSIONS)
+        data = [{"object": "embedding", "index": i,
+                 "embedding": bag_of_words_vector(text, model=model, dimensions=dimensions, meanings=self.meanings)}
+                for i, text in enumerate(texts)]
+        words = sum(len(re.findall(r"\w+", text)) for text in texts)
+        return JSONResponse({"object": "list", "data": data, "model": model,
+                             "usage": {"prompt_tokens": words, "total_tokens": words}})
 
     async def _events(self, answer: Completion, model: str, include_usage: bool) -> AsyncIterator[str]:
         finished = False

@@ -90,6 +90,14 @@ def _memory(tx: Tx, scope: Scope, agent_id: str) -> None:
     for seq in (1, 2):
         _raw(tx, "memory_chunks", id=tx.db.mint("memory-chunk"), tenant_id=scope.tenant_id, document_id=document_id,
              agent_id=agent_id, seq=seq, content=f"chunk {seq}")
+    _vector(tx, scope, agent_id, "memory", document_id, stamp)
+
+
+def _vector(tx: Tx, scope: Scope, agent_id: str, kind: str, source_id: str, stamp: str) -> None:
+    _raw(tx, "memory_embeddings", source_id=source_id, tenant_id=scope.tenant_id, agent_id=agent_id, user_id=GROUP,
+         kind=kind, document_id=source_id if kind == "memory" else None,
+         summary_id=source_id if kind == "episodic" else None, source_version=stamp, model="embed", dimensions=2,
+         vector=b"\x00\x00\x80\x3f" * 2, created_at=stamp)
 
 
 def _knowledge(tx: Tx, scope: Scope, agent_id: str) -> None:
@@ -101,9 +109,11 @@ def _knowledge(tx: Tx, scope: Scope, agent_id: str) -> None:
     _raw(tx, "kg_relations", id=tx.db.mint("kg-relation"), tenant_id=scope.tenant_id, agent_id=agent_id,
          source_entity_id=entities[0], target_entity_id=entities[1], relation="works_at", properties="{}",
          created_at=stamp)
-    _raw(tx, "episodic_summaries", id=tx.db.mint("episodic-summary"), tenant_id=scope.tenant_id, agent_id=agent_id,
+    summary_id = tx.db.mint("episodic-summary")
+    _raw(tx, "episodic_summaries", id=summary_id, tenant_id=scope.tenant_id, agent_id=agent_id,
          user_id=GROUP, session_key=f"summary-of-{agent_id}", compaction_count=1, summary="we talked",
          created_at=stamp)
+    _vector(tx, scope, agent_id, "episodic", summary_id, stamp)
 
 
 def _agent_owned(tx: Tx, scope: Scope, agent_id: str, session_key: str) -> None:
@@ -304,9 +314,10 @@ def test_deleting_an_agent_leaves_nothing_that_references_it(db: Database) -> No
         assert [s.name for s in skills.list_skills(tx, g.scope)] == ["summarise"]  # owned by a person, not A
     assert _column(db, "SELECT id FROM vault_documents WHERE tenant_id = :t", t=g.scope.tenant_id) == [g.b_shared]
     assert _column(db, "SELECT path FROM vault_documents WHERE agent_id = :b", b=g.b) == ["shared.md"]
-    for table in ("memory_documents", "memory_chunks", "kg_entities", "kg_relations", "episodic_summaries"):
+    for table in ("memory_documents", "memory_chunks", "kg_entities", "kg_relations", "episodic_summaries",
+                  "memory_embeddings"):
         assert _column(db, f"SELECT agent_id FROM {table} WHERE tenant_id = :t", t=g.scope.tenant_id) == (
-            [g.b] * (2 if table in ("memory_chunks", "kg_entities") else 1)), table
+            [g.b] * (2 if table in ("memory_chunks", "kg_entities", "memory_embeddings") else 1)), table
 
     # The key is free at once, and the new agent is a new identity.
     again = new_agent(db, g.scope, "a")

@@ -102,17 +102,20 @@ def worker(
 
 
 def _pipeline(db: Database, settings: Settings) -> tuple[ModelCalls, Mapping[str, AnyHandler]]:
-    """The consolidation handlers, their summariser and extractor on each agent's own model when it has one
+    """The consolidation handlers and the memory embedder, their model calls on each agent's own model when it has one
     (through providers of their own, on an event loop of their own: :mod:`agentfy.runtime.memory_models`)."""
+    from agentfy.events.embedding import MEMORY_EMBED  # noqa: PLC0415
     from agentfy.keys import credentials_cipher  # noqa: PLC0415 - start-up time, as below
+    from agentfy.runtime.memory_embedder import MemoryEmbedder  # noqa: PLC0415
     from agentfy.runtime.memory_models import AgentModels, ModelCalls, ModelExtractor, ModelSummariser  # noqa: PLC0415
     from agentfy.runtime.providers import Providers  # noqa: PLC0415
 
     cipher = credentials_cipher(settings, db.url, create=False, required=False)
     calls = ModelCalls(Providers(cipher=cipher, policy=settings.runtime.call_policy()))
     models = AgentModels(db, calls)
-    return calls, handlers(settings=settings.consolidation, bus=settings.events, summariser=ModelSummariser(models),
-                           extractor=ModelExtractor(models))
+    return calls, {**handlers(settings=settings.consolidation, bus=settings.events,
+                              summariser=ModelSummariser(models), extractor=ModelExtractor(models)),
+                   MEMORY_EMBED: MemoryEmbedder(calls, bus=settings.events)}
 
 
 def _scheduler(db: Database, settings: Settings) -> Scheduler:

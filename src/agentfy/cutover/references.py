@@ -38,6 +38,8 @@ DECLARED_ID_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
     ("episodic_summaries", "user_id"),
     ("kg_entities", "user_id"),
     ("memory_documents", "user_id"),
+    ("memory_embeddings", "source_id"),
+    ("memory_embeddings", "user_id"),
     ("skills", "owner_id"),
     ("cron_jobs", "created_by"),
     ("cron_jobs", "user_id"),

@@ -27,6 +27,7 @@ from agentfy.agents.router import Router
 from agentfy.channels.outbound import deliver_announcement
 from agentfy.channels.state import install as install_channels
 from agentfy.events.consolidation import handlers
+from agentfy.events.embedding import MEMORY_EMBED
 from agentfy.events.runner import start_workers
 from agentfy.gateway import errors
 from agentfy.gateway.console.app import mount_console
@@ -41,6 +42,7 @@ from agentfy.gateway.rpc.broadcast import broadcaster_for
 from agentfy.gateway.warm_reads import WarmAgentReads
 from agentfy.keys import credentials_cipher
 from agentfy.runtime.mcp.offer import McpTools
+from agentfy.runtime.memory_embedder import MemoryEmbedder
 from agentfy.runtime.memory_models import AgentModels, ModelCalls, ModelExtractor, ModelSummariser
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
@@ -79,8 +81,9 @@ def _start_workers(gateway: GatewayState, settings: Settings) -> None:
     cipher = credentials_cipher(settings, gateway.db.url, create=True, required=False)
     gateway.model_calls = ModelCalls(Providers(cipher=cipher, policy=settings.runtime.call_policy()))
     models = AgentModels(gateway.db, gateway.model_calls)
-    pipeline = handlers(settings=settings.consolidation, bus=settings.events, summariser=ModelSummariser(models),
-                        extractor=ModelExtractor(models))
+    pipeline = {**handlers(settings=settings.consolidation, bus=settings.events, summariser=ModelSummariser(models),
+                           extractor=ModelExtractor(models)),
+                MEMORY_EMBED: MemoryEmbedder(gateway.model_calls, bus=settings.events)}
     gateway.worker_threads.extend(start_workers(gateway.db, pipeline, stop=gateway.stop_workers,
                                                 settings=settings.events))
 

@@ -233,6 +233,9 @@ RULES: Final[dict[str, Rule]] = {
     "agents.model.set": _r("admin", "set an agent's model and the credential it uses"),
     "agents.model.get": _r("admin", "read an agent's model configuration"),
     "agents.model.check": _r("admin", "call an agent's model once to check it"),
+    "agents.embeddings.set": _r("admin", "set the embeddings model an agent's memory is searched by"),
+    "agents.embeddings.get": _r("admin", "read an agent's embeddings configuration"),
+    "agents.embeddings.delete": _r("admin", "remove an agent's embeddings model (full-text memory search only)"),
 }
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from agentfy.events.consolidation.episodic import publish_session_completed
 from agentfy.events.consolidation.summariser import ExtractiveSummariser, Summariser
+from agentfy.events.embedding import publish_embedding_due
 from agentfy.identity import Scope
 from agentfy.identity.context import current
 from agentfy.runtime.conversation import COMPACTION_MARKER
@@ -45,10 +46,11 @@ def flush(db: Database, agent: Agent, session: Session, messages: list[SessionMe
     scope = Scope(agent.tenant_id)
     with db.transaction() as tx:
         count = sessions.increment_compaction(tx, scope, session.session_key)
-        memory.upsert_memory_documents(tx, scope, agent.id, [memory.MemoryDocumentInput(
+        ids = memory.upsert_memory_documents(tx, scope, agent.id, [memory.MemoryDocumentInput(
             user_id=session.user_id, path=memory_path(session.session_key, count), content=summary,
             metadata={"session_key": session.session_key, "compaction": count,
                       "through_seq": messages[-1].seq if messages else 0})])
         sessions.append_message(tx, scope, session.session_key, "system", f"{COMPACTION_MARKER} {summary}")
         publish_session_completed(tx, scope, session.session_key)
+        publish_embedding_due(tx, scope, agent, ids)
     return count

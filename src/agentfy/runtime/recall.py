@@ -12,6 +12,10 @@ stay byte-identical from turn to turn for the provider's prompt cache to hold.  
 ``runtime.recall_tokens`` (four characters a token, whole lines only; 0 turns recall off), so a large memory
 never crowds out the conversation.  The model can still search further with ``search_memory`` and
 ``search_knowledge``.
+
+When the agent has an embeddings model, the runtime embeds the message before the turn's transaction opens
+(:class:`~agentfy.runtime.embeddings.QueryEmbedder`: a network call never holds a transaction) and the memory
+lookup is the hybrid search — words and meaning, merged by rank; a failed embedding leaves the words alone.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from agentfy.identity import Scope
 from agentfy.store.db import Tx
 from agentfy.store.repos import knowledge_search, search
 from agentfy.store.repos.agents import Agent
+from agentfy.store.repos.vectors import QueryVector
 
 #: How many memory hits and entities a recall reads at most (the budget usually cuts before).
 HITS_MAX: Final = 8
@@ -42,14 +47,16 @@ def words_of(text: str) -> list[str]:
             if len(word) >= 3 and word not in _COMMON][:knowledge_search.TERMS_MAX]
 
 
-def recall(tx: Tx, scope: Scope, agent: Agent, user_id: str | None, text: str, *, budget_tokens: int) -> str:
-    """The recalled block for a message (``""`` when nothing bears on it or recall is off)."""
+def recall(tx: Tx, scope: Scope, agent: Agent, user_id: str | None, text: str, *, budget_tokens: int,
+           vector: QueryVector | None = None) -> str:
+    """The recalled block for a message (``""`` when nothing bears on it or recall is off); ``vector``: the
+    message's embedding (the agent's own model), for a hybrid lookup of memory."""
     words = words_of(text)
     if budget_tokens <= 0 or not words:
         return ""
     question = " ".join(words)
     hits = search.search(tx, scope, agent_id=agent.id, user_id=user_id or None, query=question,
-                         kinds=search.MEMORY_KINDS, limit=HITS_MAX, any_word=True)
+                         kinds=search.MEMORY_KINDS, limit=HITS_MAX, any_word=True, vector=vector)
     known = knowledge_search.find(tx, scope, agent.id, user_id=user_id or "", question=question, limit=HITS_MAX)
     lines = [f"- [{hit.kind}] {hit.title}: {' '.join(hit.snippet.split())}" for hit in hits]
     lines += [f"- [knowledge] {line}" for line in knowledge_search.describe(known)]

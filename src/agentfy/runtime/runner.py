@@ -59,6 +59,7 @@ from agentfy.permissions.propagation import (
 )
 from agentfy.runtime import activity, conversation, prompting, recall, team_tasks, usage
 from agentfy.runtime.activity import Happened
+from agentfy.runtime.embeddings import QueryEmbedder
 from agentfy.runtime.events import (
     HANDOFF_REFUSED,
     HANDOFF_STARTED,
@@ -94,6 +95,7 @@ from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.sessions import MESSAGE_MAX_LENGTH, Session
 from agentfy.store.repos.skills import Skill
 from agentfy.store.repos.tasks import TeamTask
+from agentfy.store.repos.vectors import QueryVector
 
 logger: Final = logging.getLogger("agentfy.runtime")
 
@@ -142,6 +144,8 @@ class Runtime:
         self.settings = settings if settings is not None else DEFAULT_RUNTIME_SETTINGS
         #: The agents' MCP servers' tools, added to the built-in ones in every run (:mod:`agentfy.runtime.mcp`).
         self.mcp = mcp if mcp is not None else McpTools(cipher=self.providers.cipher)
+        #: Embeds memory searches' queries with each agent's embeddings model (:mod:`agentfy.runtime.embeddings`).
+        self.embedder = QueryEmbedder(self.providers)
         self._locks = ConversationLocks(db)
         self._slugs: dict[str, str] = {}
         #: This process's token totals (``/metrics``): by provider and kind, see :mod:`agentfy.runtime.usage`.
@@ -196,7 +200,10 @@ class Runtime:
     async def _run(self, inbound: Inbound, agent: Agent, context: RequestContext, base_key: str,
                    on_text: TextSink | None) -> Reply:
         run_id = secrets.token_hex(8)
-        turn = await asyncio.to_thread(self._begin, agent, context, base_key, inbound)
+        vector = None
+        if self.settings.recall_tokens > 0 and recall.words_of(inbound.text):  # before the turn's transaction
+            vector = await self.embedder.vector_for(self.db, agent, inbound.text)
+        turn = await asyncio.to_thread(self._begin, agent, context, base_key, inbound, vector)
         emit(self.events, RUN_STARTED, agent, turn.tenant_slug, {"id": run_id})
         tracer = self.db.tracer  # set when tracing is on: the run is a span with the agent's ID on it
         traced = nullcontext() if tracer is None else agent_span(
@@ -212,7 +219,8 @@ class Runtime:
             emit(self.events, RUN_FINISHED, agent, turn.tenant_slug, {"id": run_id})
         return Reply(text=text, session_key=turn.session.session_key, usage=used)
 
-    def _begin(self, agent: Agent, context: RequestContext, base_key: str, inbound: Inbound) -> _Turn:
+    def _begin(self, agent: Agent, context: RequestContext, base_key: str, inbound: Inbound,
+               vector: QueryVector | None = None) -> _Turn:
         """Worker thread: the session (picked or opened), the history (flushed to memory first when it nears
         the context window), the model, and the user message stored as the ACTOR's.
 
@@ -228,7 +236,8 @@ class Runtime:
             provider = self.providers.for_agent(tx, scope, agent, settings)
             history = conversation.history(tx, scope, session.session_key)
             listed = tuple(skills.list_skills(tx, scope, limit=prompting.SKILLS_IN_PROMPT))
-            recalled = recall.recall(tx, scope, agent, context.user_id, text, budget_tokens=self.settings.recall_tokens)
+            recalled = recall.recall(tx, scope, agent, context.user_id, text, budget_tokens=self.settings.recall_tokens,
+                                     vector=vector)
             prompt = prompting.system_prompt(agent, slug, self.workspace_root, session.session_key, skills=listed,
                                              recalled=recalled)
             shown = [*prompting.model_history(history), ChatMessage("user", text)]
@@ -258,7 +267,7 @@ class Runtime:
         Returns the reply's text — every round's text, a blank line between (see
         :class:`~agentfy.runtime.inbound.Reply`) — and the run's summed usage."""
         env = ToolEnv(self.db, agent, turn.tenant_slug, self.workspace_root, context, inbound.channel,
-                      inbound.conversation, self, inbound.depth)
+                      inbound.conversation, self, inbound.depth, self.embedder)
         offered = await self.mcp.for_run(self.db, agent, TOOLS)
         specs = [tool.spec for tool in offered.tools.values()]
         messages = turn.messages

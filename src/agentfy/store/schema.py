@@ -377,6 +377,30 @@ memory_chunks = _table(
     id_columns=("id", "tenant_id", "document_id", "agent_id"),
 )
 
+memory_embeddings = _table(
+    "memory_embeddings",
+    sa.Column("source_id", sa.Text, nullable=False, comment="the memory document or episodic summary embedded"),
+    tenant(),
+    ref("agent_id", "agents.id", on_delete="CASCADE"),
+    sa.Column("user_id", sa.Text, nullable=False, comment="the memory SCOPE of the source (empty: the agent's own)"),
+    sa.Column("kind", sa.Text, nullable=False, comment="memory (a memory document) or episodic (a summary)"),
+    ref("document_id", "memory_documents.id", on_delete="CASCADE", nullable=True, index=True),
+    ref("summary_id", "episodic_summaries.id", on_delete="CASCADE", nullable=True, index=True),
+    sa.Column("source_version", sa.Text, nullable=False,
+              comment="the source's updated_at (a summary's created_at) when its text was embedded"),
+    sa.Column("model", sa.Text, nullable=False, comment="the embeddings model that made the vector"),
+    sa.Column("dimensions", sa.Integer, nullable=False),
+    sa.Column("vector", sa.LargeBinary, nullable=False, comment="float32 little-endian, unit length"),
+    created_at(),
+    sa.PrimaryKeyConstraint("source_id", "model"),
+    sa.CheckConstraint("(kind = 'memory' AND document_id = source_id AND summary_id IS NULL) OR "
+                       "(kind = 'episodic' AND summary_id = source_id AND document_id IS NULL)",
+                       name="kind_names_its_source"),
+    sa.CheckConstraint("dimensions > 0 AND length(vector) = 4 * dimensions", name="vector_has_its_dimensions"),
+    sa.Index("ix_memory_embeddings_candidates", "tenant_id", "agent_id", "user_id", "model", "dimensions"),
+    id_columns=("source_id", "tenant_id", "agent_id", "document_id", "summary_id"),
+)
+
 vault_documents = _table(
     "vault_documents",
     id_pk("vault-document"),

@@ -45,6 +45,7 @@ from agentfy.events.consolidation.settings import (
     utc_now,
 )
 from agentfy.events.consolidation.summariser import clip
+from agentfy.events.embedding import publish_embedding_due
 from agentfy.events.event import DomainEvent
 from agentfy.events.settings import DEFAULT_BUS_SETTINGS, BusSettings
 from agentfy.identity import EpisodicSummaryId, MemoryDocumentId, Scope
@@ -146,4 +147,5 @@ class DreamingWorker:
             [MemoryDocumentInput(user_id=target.user_id, path=path, content=content, metadata=metadata)])
         ids = tuple(s.id for s in pending)
         memory.mark_promoted(tx, target.scope, ids)
+        publish_embedding_due(tx, target.scope, target.agent_id, [document_id], settings=self.bus)
         return DreamOutcome("promoted", summary_ids=ids, document_id=document_id)

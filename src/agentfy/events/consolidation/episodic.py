@@ -31,6 +31,7 @@ from typing import Final
 from agentfy.events.consolidation.envelope import InvalidEventError, Route, payload_count, payload_text, route
 from agentfy.events.consolidation.settings import DEFAULT_CONSOLIDATION_SETTINGS, ConsolidationSettings
 from agentfy.events.consolidation.summariser import ExtractiveSummariser, Summariser
+from agentfy.events.embedding import publish_embedding_due
 from agentfy.events.event import EPISODIC_CREATED, SESSION_COMPLETED, DomainEvent
 from agentfy.events.handlers import run_staged
 from agentfy.events.outbox import publish
@@ -120,6 +121,7 @@ class EpisodicWorker:
                 payload={"summary_id": summary.id, "session_key": summary.session_key,
                          "compaction_count": summary.compaction_count, "summary": summary.summary},
                 settings=self.bus)
+        publish_embedding_due(tx, target.scope, target.agent_id, [summary.id], settings=self.bus)
         return summary
 
     @staticmethod

@@ -19,6 +19,7 @@ from typing import Annotated, Final, cast
 
 from fastapi import APIRouter, Query
 
+from agentfy.events.embedding import publish_embedding_due
 from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.pages import Cursor, Limit, Page, empty, paged
 from agentfy.gateway.resolve import agent_in, agent_loop
@@ -73,8 +74,9 @@ def upsert_documents(agent: AgentRef, body: MemoryBatchIn, call: Authenticated) 
             for d in body.documents]
     try:
         with call.gateway.db.transaction() as tx:
-            agent_id = agent_in(tx, call.who, agent).id
-            ids = memory.upsert_memory_documents(tx, call.who.scope, agent_id, rows)
+            found = agent_in(tx, call.who, agent)
+            ids = memory.upsert_memory_documents(tx, call.who.scope, found.id, rows)
+            publish_embedding_due(tx, call.who.scope, found, ids)  # vectors after the commit (event workers)
     except (InvalidIdError, InvalidAgentKeyError, StoreError) as error:
         translated = renamed(error, _rename)
         if translated is error:

@@ -30,6 +30,7 @@ from agentfy.gateway.deps import authenticate
 from agentfy.gateway.errors import ERROR_RESPONSES
 from agentfy.gateway.openai import routes as openai
 from agentfy.gateway.routes import (
+    agent_embeddings,
     agent_model,
     agents,
     channel_access,
@@ -59,6 +60,7 @@ ROUTERS: Final[tuple[APIRouter, ...]] = (
     cron.router, links.router, grants.router, vault.router, ids.router, heartbeat.router, channels.router,
     channel_access.router, usage.router, credentials.router, agent_model.router, chat.router, ws.router,
     tasks.router,
+    agent_embeddings.router,
 )
 
 #: Routers whose routes declare their own error responses, in another error shape: the OpenAI-compatible

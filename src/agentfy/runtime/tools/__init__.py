@@ -23,6 +23,7 @@ from typing import Any, Final, Protocol
 
 from agentfy.identity.context import RequestContext
 from agentfy.permissions.decision import Decision
+from agentfy.runtime.embeddings import QueryEmbedder
 from agentfy.runtime.model import ToolSpec
 from agentfy.store.db import Database
 from agentfy.store.repos.agents import Agent
@@ -67,6 +68,8 @@ class ToolEnv:
     delegation: Delegation
     #: Hand-offs from a person's message to this run (0: the person's own message; a subagent's run: 1, …).
     depth: int = 0
+    #: Embeds a memory search's query with the agent's embeddings model (``None``: text search only).
+    embedder: QueryEmbedder | None = None
 
 
 ToolFunction = Callable[[ToolEnv, Mapping[str, Any]], Awaitable[str]]

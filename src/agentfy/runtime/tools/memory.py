@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from agentfy.events.embedding import publish_embedding_due
 from agentfy.identity import Scope
 from agentfy.permissions.ownership import NoActorError, memory_scope, owner_for_new_row
 from agentfy.permissions.policy import check_file_writer_permission
@@ -46,10 +47,12 @@ def _remember(env: ToolEnv, fact: str) -> str:
     except NoActorError as error:
         raise ToolError(f"remember: {error}") from None
     path = remembered_path(datetime.now(UTC))
+    scope = Scope(env.agent.tenant_id)
     with env.db.transaction() as tx:
-        memory.upsert_memory_documents(tx, Scope(env.agent.tenant_id), env.agent.id, [memory.MemoryDocumentInput(
+        ids = memory.upsert_memory_documents(tx, scope, env.agent.id, [memory.MemoryDocumentInput(
             user_id=memory_scope(env.context) or "", path=path, content=fact,
             metadata={"author": author, "source": "remember"})])
+        publish_embedding_due(tx, scope, env.agent, ids)  # embedded after the commit, by the event workers
     return f"remembered ({path}), from {author}"
 
 

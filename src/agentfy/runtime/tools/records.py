@@ -9,7 +9,9 @@
   (:func:`~agentfy.permissions.ownership.memory_scope`): a group's memory in the group, a person's in their
   DM; no other scope is ever searched, so nothing needs a grant.  The full-text index of the database does the
   matching and ranking (:func:`agentfy.store.repos.search.search`); each match is its kind, title and a
-  snippet.  ``limit`` (an integer, 1 to 20) bounds the matches.
+  snippet.  ``limit`` (an integer, 1 to 20) bounds the matches.  When the agent has an embeddings model
+  (:mod:`agentfy.runtime.embeddings`), the query's vector makes it a hybrid search: memory that means the
+  same without sharing a word is found too.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from agentfy.runtime.tools import Tool, ToolEnv, ToolError, integer, parameters,
 from agentfy.schedule import DEFAULT_TIMEZONE, GRAMMAR
 from agentfy.store.errors import ConflictError, InvalidInputError
 from agentfy.store.repos import cron, search, skills
+from agentfy.store.repos.vectors import QueryVector
 
 SEARCH_RESULTS: Final = 5
 SEARCH_RESULTS_MAX: Final = 20
@@ -80,26 +83,32 @@ async def publish_skill(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
 
 
 def search_answer(env: ToolEnv, tool: str, query: str, limit: int, *, kinds: tuple[search.Kind, ...],
-                  what: str) -> str:
+                  what: str, vector: QueryVector | None = None) -> str:
     """The answer of a search tool: one line per match (``[kind] title: snippet``), best first, or "no ``what``
-    matches"; a query the search refuses (blank) is the tool's error."""
+    matches"; a query the search refuses (blank) is the tool's error.  ``vector``: the query's embedding, for
+    a hybrid search of memory (:mod:`agentfy.store.repos.search`)."""
     try:
         with env.db.transaction(write=False) as tx:
             hits = search.search(tx, Scope(env.agent.tenant_id), agent_id=env.agent.id,
-                                 user_id=memory_scope(env.context), query=query, kinds=kinds, limit=limit)
+                                 user_id=memory_scope(env.context), query=query, kinds=kinds, limit=limit,
+                                 vector=vector)
     except InvalidInputError as error:
         raise ToolError(f"{tool}: {error}") from None
     lines = [f"[{hit.kind}] {hit.title}: {' '.join(hit.snippet.split())[:SNIPPET_LENGTH]}" for hit in hits]
     return "\n".join(lines) if lines else f"no {what} matches {query!r}"
 
 
-def _search_memory(env: ToolEnv, query: str, limit: int) -> str:
-    return search_answer(env, "search_memory", query, limit, kinds=search.MEMORY_KINDS, what="memory")
+def _search_memory(env: ToolEnv, query: str, limit: int, vector: QueryVector | None) -> str:
+    return search_answer(env, "search_memory", query, limit, kinds=search.MEMORY_KINDS, what="memory",
+                         vector=vector)
 
 
 async def search_memory(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
+    """Memory by its words and, when the agent has an embeddings model, by meaning: the query is embedded
+    first, with no transaction open (a failed embedding leaves the text search)."""
     query, limit = text(arguments, "query"), whole(arguments, "limit", SEARCH_RESULTS)
-    return await asyncio.to_thread(_search_memory, env, query, limit)
+    vector = None if env.embedder is None else await env.embedder.vector_for(env.db, env.agent, query)
+    return await asyncio.to_thread(_search_memory, env, query, limit, vector)
 
 
 CREATE_CRON: Final = Tool(ToolSpec("create_cron", "Schedule this agent to run a message on a cron schedule, in this "

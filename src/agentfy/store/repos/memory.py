@@ -44,7 +44,7 @@ from agentfy.store.repos._batch import (
     row_field,
 )
 from agentfy.store.repos._common import load_json
-from agentfy.store.schema import episodic_summaries, memory_chunks, memory_documents
+from agentfy.store.schema import episodic_summaries, memory_chunks, memory_documents, memory_embeddings
 from agentfy.store.sql import insert
 
 _SUMMARY_COLUMNS: Final = (episodic_summaries.c.id, episodic_summaries.c.tenant_id, episodic_summaries.c.agent_id,
@@ -222,6 +222,11 @@ SCOPE_DOC_PAGES: Final[Keyset[MemoryDocument]] = Keyset(
     _DOC_ORDER, lambda d: (d.user_id, d.path))
 _DELETE_DOC: Final = sa.delete(memory_documents).where(_DOC_IN_TENANT, memory_documents.c.id == sa.bindparam("id"))
 
+# A document's vectors are of its old text once it is rewritten: deleted with the rewrite (the writer queues the
+# new text's embedding), so a search never compares an outdated vector (agentfy.store.repos.vectors).
+_DELETE_VECTORS: Final = sa.delete(memory_embeddings).where(
+    memory_embeddings.c.tenant_id == sa.bindparam("tenant_id"), memory_embeddings.c.document_id == sa.bindparam("id"))
+
 _INSERT_CHUNK: Final = insert(memory_chunks, ["id", "tenant_id", "document_id", "agent_id", "seq", "content"])
 _DELETE_CHUNKS: Final = sa.delete(memory_chunks).where(memory_chunks.c.tenant_id == sa.bindparam("tenant_id"),
                                                        memory_chunks.c.document_id == sa.bindparam("document_id"))
@@ -278,7 +283,8 @@ def upsert_memory_documents(tx: Tx, scope: Scope, agent_id: str,
     """Write a batch of the agent's memory documents; returns their IDs in input order.
 
     Upsert by (agent, ``user_id``, ``path``): an existing document keeps its ID and gets the new content
-    (and metadata, unless ``None``) and ``updated_at``; a new one gets a minted ID.  Fail-fast: the agent ID,
+    (and metadata, unless ``None``) and ``updated_at``, and loses its vectors (they embedded the old text); a new
+    one gets a minted ID.  Fail-fast: the agent ID,
     every field of every row and the agent's tenant are checked before the first write; a bad row raises
     :class:`InvalidIdError`, :class:`InvalidInputError` or :class:`NotFoundError` naming
     ``documents[i].<field>`` and the value, and nothing is written.  The same (user_id, path) twice in one
@@ -320,6 +326,7 @@ def upsert_memory_documents(tx: Tx, scope: Scope, agent_id: str,
             row["id"] = document_id
             updates.append(row)
     tx.executemany(_UPDATE_DOC, updates)
+    tx.executemany(_DELETE_VECTORS, [{"tenant_id": scope.tenant_id, "id": row["id"]} for row in updates])
     try:
         tx.insert_minted_batch("memory-document", _INSERT_DOC, inserts)
     except UniqueViolation as error:

@@ -12,6 +12,13 @@ becomes a quoted FTS5 string (an embedded ``"`` doubled), so ``*``, ``:``, ``NEA
 and parentheses are text to look for; on PostgreSQL the text goes to ``plainto_tsquery``, which has no
 operators.  On both engines a hit contains every word of the query (words are lower-cased; punctuation
 separates words); a query made only of punctuation finds nothing.
+
+**Hybrid search.** Given the query's vector (:class:`~agentfy.store.repos.vectors.QueryVector`, made by the
+agent's own embeddings model), memory documents and summaries are also ranked by their vectors' similarity
+(:func:`~agentfy.store.repos.vectors.nearest`, filtered by tenant, agent, SCOPE and model in SQL too), and the
+two rankings are merged by reciprocal rank fusion: each hit scores ``1 / (RRF_K + rank)`` in each ranking it is
+in, summed.  So a document that shares no word with the query but means the same is found, and one found both
+ways comes first.  Without a vector the search is the full-text search alone, exactly.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from agentfy.store.db import Tx
 from agentfy.store.errors import InvalidInputError
 from agentfy.store.inputs import check_text
 from agentfy.store.repos._batch import USER_ID_MAX_LENGTH, require_agent
+from agentfy.store.repos.vectors import QueryVector, nearest
 from agentfy.store.search_index import INDEXED_CHARS
 
 Kind = Literal["memory", "episodic", "vault"]
@@ -37,6 +45,8 @@ QUERY_MAX_LENGTH: Final = 1_000
 LIMIT_MAX: Final = 100
 #: How long a snippet is, in words (SQLite counts tokens, PostgreSQL words: about the same).
 SNIPPET_WORDS: Final = 24
+#: Reciprocal rank fusion's constant: the usual 60, so the first ranks of either list weigh about alike.
+RRF_K: Final = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,11 +141,13 @@ def _check_query(query: object) -> str:
 
 
 def search(tx: Tx, scope: Scope, *, agent_id: str, user_id: str | None, query: str,
-           kinds: Sequence[str] = KINDS, limit: int = 10, any_word: bool = False) -> list[SearchHit]:
+           kinds: Sequence[str] = KINDS, limit: int = 10, any_word: bool = False,
+           vector: QueryVector | None = None) -> list[SearchHit]:
     """The agent's best matches for ``query``, best first: at most ``limit`` (1 to :data:`LIMIT_MAX`) hits of
     ``kinds``, memory and summaries of the SCOPE ``user_id`` only (``None``: the agent's own memory).  A hit has
     every word of the query, or with ``any_word`` at least one (:func:`any_word_words`; ranked, so hits with
-    more of them come first) — what the run's recall asks with a whole message.
+    more of them come first) — what the run's recall asks with a whole message.  With ``vector`` (the query's
+    embedding) memory and summaries near it are hits too, merged by rank (see the module docstring).
 
     Bad input is :class:`InvalidInputError` naming the value — a blank query, one over
     :data:`QUERY_MAX_LENGTH` characters, an unknown kind, a limit out of range — and an agent that is not the
@@ -150,7 +162,38 @@ def search(tx: Tx, scope: Scope, *, agent_id: str, user_id: str | None, query: s
         raise InvalidInputError(f"invalid limit {limit!r}: expected an integer from 1 to {LIMIT_MAX}",
                                 field="limit", value=limit)
     require_agent(tx, scope, agent)
-    params = {"tenant_id": scope.tenant_id, "agent_id": agent, "user_id": user, "limit": limit}
+    near = [kind for kind in wanted if kind in ("memory", "episodic")]
+    if vector is None or not near:
+        return _text_search(tx, scope, agent=agent, user=user, text=text, wanted=wanted, limit=limit,
+                            any_word=any_word)
+    # Each ranking a little deeper than asked: a hit ranked low in both may belong in the merged top.
+    depth = min(LIMIT_MAX, 2 * limit)
+    by_text = _text_search(tx, scope, agent=agent, user=user, text=text, wanted=wanted, limit=depth,
+                           any_word=any_word)
+    by_meaning = nearest(tx, scope, agent_id=agent, user_id=user, query=vector, kinds=near,
+                         limit=depth)
+    return fuse(by_text, [SearchHit(hit.kind, hit.id, hit.title, hit.snippet, hit.similarity) for hit in by_meaning],
+                limit=limit)
+
+
+def fuse(*rankings: Sequence[SearchHit], limit: int) -> list[SearchHit]:
+    """Reciprocal rank fusion of ``rankings`` (each best first): the ``limit`` best by summed
+    ``1 / (RRF_K + rank)``, ties by ID; a hit keeps the first ranking's snippet (the text search's, around the
+    match), and its score is the fused one."""
+    scores: dict[str, float] = {}
+    first: dict[str, SearchHit] = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking, start=1):
+            scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (RRF_K + rank)
+            first.setdefault(hit.id, hit)
+    order = sorted(scores, key=lambda key: (-scores[key], key))[:limit]
+    return [SearchHit(first[key].kind, key, first[key].title, first[key].snippet, scores[key]) for key in order]
+
+
+def _text_search(tx: Tx, scope: Scope, *, agent: str, user: str, text: str, wanted: tuple[Kind, ...],
+                 limit: int, any_word: bool) -> list[SearchHit]:
+    """The full-text search alone (its input already checked)."""
+    params: dict[str, object] = {"tenant_id": scope.tenant_id, "agent_id": agent, "user_id": user, "limit": limit}
     if any_word:
         words = any_word_words(text)
         if not words:
