@@ -231,6 +231,12 @@ RULES: Final[dict[str, Rule]] = {
     "agents.model.set": _r("admin", "set an agent's model and the credential it uses"),
     "agents.model.get": _r("admin", "read an agent's model configuration"),
     "agents.model.check": _r("admin", "call an agent's model once to check it"),
+    # the organization's share of the operator's bus and database checks (their cross-tenant forms are the CLI's)
+    "org.bus.get": _r("admin", "read the organization's event-bus counts", team_keys=False),
+    "org.dead_letters.list": _r("admin", "list the organization's dead-lettered events", team_keys=False),
+    "org.dead_letters.requeue": _r("admin", "requeue one of the organization's dead-lettered events",
+                                   team_keys=False),
+    "org.orphans.scan": _r("admin", "scan the organization's rows for IDs that cannot be right", team_keys=False),
 }
 
 

@@ -32,6 +32,7 @@ from agentfy.gateway.openai import routes as openai
 from agentfy.gateway.routes import (
     agent_model,
     agents,
+    bus,
     channel_access,
     channels,
     chat,
@@ -58,7 +59,7 @@ ROUTERS: Final[tuple[APIRouter, ...]] = (
     agents.router, sessions.router, memory.router, knowledge.router, teams.router, orgs.router, skills.router,
     cron.router, links.router, grants.router, vault.router, ids.router, heartbeat.router, channels.router,
     channel_access.router, usage.router, credentials.router, agent_model.router, chat.router, ws.router,
-    tasks.router,
+    tasks.router, bus.router,
 )
 
 #: Routers whose routes declare their own error responses, in another error shape: the OpenAI-compatible
