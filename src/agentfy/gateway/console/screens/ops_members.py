@@ -26,10 +26,13 @@ SCREEN: Final = "/console/operations"
 PAGE_SIZE: Final = 200
 
 
-def role_select(name: str, label: str, *, chosen: str) -> str:
-    """A labelled choice of every role (``name`` is its ``id`` too)."""
+def role_select(name: str, label: str, *, chosen: str, visible: bool = True) -> str:
+    """A labelled choice of every role (``name`` is its ``id``); ``visible=False``: labelled for assistive
+    technology only (a table row's, whose column head says what it is)."""
     options = "".join(f'<option value="{esc(role)}"{" selected" if role == chosen else ""}>{esc(role)}</option>'
                       for role in ROLES)
+    if not visible:
+        return f'<select id="{esc(name)}" name="role" aria-label="{esc(label)}">{options}</select>'
     return f'<label for="{esc(name)}">{esc(label)}</label><select id="{esc(name)}" name="role">{options}</select>'
 
 
@@ -37,7 +40,8 @@ def _member_row(current: Visit, member: dict[str, Any]) -> list[str]:
     user_id = str(member["user_id"])
     change = "" if not current.may("org.members.update") else post_form(
         f"{SCREEN}/members/{segment(user_id)}/role", current.viewer.csrf,
-        role_select(f"role-{user_id}", f"Role of {user_id}", chosen=str(member["role"])), label="Change role",
+        role_select(f"role-{user_id}", f"New role of {user_id}", chosen=str(member["role"]), visible=False),
+        label="Change role",
         extra=' class="inline"')
     remove = "" if not current.may("org.members.remove") else post_form(
         f"{SCREEN}/members/{segment(user_id)}/remove", current.viewer.csrf, "", label="Remove",
