@@ -7,6 +7,7 @@ engines."""
 from __future__ import annotations
 
 import base64
+import html
 import re
 from collections.abc import Iterator
 
@@ -16,6 +17,7 @@ from pydantic import SecretStr
 
 from agentfy.events import admin
 from agentfy.gateway.app import create_app
+from agentfy.gateway.console.screens import ops_bus
 from agentfy.settings import Settings
 from agentfy.store.db import Database
 from agentfy.store.repos import agents, api_keys, credentials, orgs
@@ -184,3 +186,18 @@ def test_an_owner_sees_the_bus_and_requeues_a_dead_letter_of_its_own_organizatio
     scanned = client.get(SCREEN, params={"scan": "orphans"}).text
     assert re.search(r"No problems in the \d+ tables scanned\.", scanned)
     assert 'id="orphans"' not in client.get(SCREEN).text  # the scan runs only when asked for
+    stale = client.get(SCREEN, params={"dead_after": "forged.cursor"})
+    assert stale.status_code == 422 and "invalid_cursor" in stale.text and f'href="{SCREEN}"' in stale.text
+
+
+def test_dead_letters_come_a_page_at_a_time(signed_in: SignedIn, db: Database, acme: Tenant,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ops_bus, "PAGE_SIZE", 1)
+    first, second = dead_letter(db, acme.scope, "first"), dead_letter(db, acme.scope, "second")
+    client = signed_in("admin")
+    page = client.get(SCREEN).text
+    assert first in page and second not in page
+    link = re.search(r'id="dead-letters-next" href="([^"]+)"', page)
+    assert link is not None
+    following = client.get(html.unescape(link.group(1))).text
+    assert second in following and first not in following and 'id="dead-letters-next"' not in following

@@ -118,6 +118,7 @@ async def _screen(request: Request, current: Visit, *, value: str = "", issued: 
 @router.get("/operations")
 async def operations(request: Request, id: str = "", done: str = "", dead_after: str = "",
                      scan: str = "") -> Response:
+    request.state.back = SCREEN  # a refused parameter (a stale dead-letter cursor): back to the plain screen
     return await _screen(request, await visit(request), value=id.strip(), done=done, dead_after=dead_after,
                          scan=scan == "orphans")
 
