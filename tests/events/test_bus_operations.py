@@ -142,6 +142,23 @@ def test_requeue_by_filter_gives_fresh_attempts_to_the_matching_letters_only(db:
     assert admin.requeue_dead_letter(db, other) and not admin.requeue_dead_letter(db, other)
 
 
+def test_one_organizations_stats_and_requeue_never_count_or_touch_another_organizations_events(
+        db: Database) -> None:
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
+    [mine] = _dead(db, acme, ["bad-a"])
+    theirs = _dead(db, globex, ["bad-g1", "bad-g2"])
+    publish_in(db, globex, "waiting-g")
+    ours, everyone = stats(db, tenant_id=acme.tenant_id), stats(db)
+    assert (ours.dead, ours.pending, ours.lag, ours.daily) == (1, 0, 0, {})
+    assert (everyone.dead, everyone.pending) == (3, 1) and everyone.daily
+    assert stats(db, tenant_id=globex.tenant_id).dead == 2
+    assert not admin.requeue_dead_letter(db, theirs[0], tenant_id=acme.tenant_id)
+    assert status_of(db, theirs[0])[0] == "dead"  # type: ignore[index]
+    assert admin.requeue_dead_letter(db, mine, tenant_id=acme.tenant_id)
+    with pytest.raises(InvalidIdError, match="tenant_id"):
+        stats(db, tenant_id="acme")
+
+
 def test_prune_deletes_only_events_handled_before_the_retention(db: Database) -> None:
     acme = make_tenant(db, "acme").scope
     old, recent = publish_in(db, acme, "old"), publish_in(db, acme, "recent")

@@ -50,6 +50,7 @@ from agentfy.store.repos import (
 from agentfy.store.repos.credentials import CredentialCipher
 from agentfy.store.repos.memory import MemoryDocumentInput
 from agentfy.store.repos.vault import VaultUpload
+from tests.helpers.dead_letters import dead_letter
 from tests.helpers.mcp_server import closed_port_url
 
 pytestmark = pytest.mark.slow
@@ -368,6 +369,11 @@ UNSCOPED: dict[str, Build] = {
         "base_url": "http://127.0.0.1:9/v1", "model": "m"}),
     "agents.embeddings.get": lambda w, c, s: Request("GET", "/v1/agents/bot/embeddings"),
     "agents.embeddings.delete": lambda w, c, s: Request("DELETE", f"/v1/agents/{_fresh_embedded_agent(w)}/embeddings"),
+    "org.bus.get": lambda w, c, s: Request("GET", "/v1/org/bus"),
+    "org.dead_letters.list": lambda w, c, s: Request("GET", "/v1/org/dead-letters"),
+    "org.dead_letters.requeue": lambda w, c, s: Request(
+        "POST", f"/v1/org/dead-letters/{dead_letter(w.db, w.scope, unique('doomed'))}/requeue"),
+    "org.orphans.scan": lambda w, c, s: Request("GET", "/v1/org/orphans"),
 }
 
 

@@ -48,6 +48,23 @@ def test_nil_uuid_invalid_ids_and_dangling_soft_references_are_found(db: Databas
     assert found[("organizations", "default_agent_id", "points at nothing in agents.id")].examples == [repr(ghost)]
 
 
+def test_one_organizations_scan_sees_only_its_rows_and_leaves_out_shared_tables(db: Database) -> None:
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
+    acmes = new_agent(db, acme, "bot")
+    _span(db, "goctech-leader", globex.tenant_id)
+    _span(db, acmes.id, globex.tenant_id)  # globex's span naming acme's agent: wrong for globex
+    with db.transaction() as tx:  # organizations is shared: no organization's scan reads it
+        tx.execute("UPDATE organizations SET default_agent_id = :ghost WHERE id = :org",
+                   {"ghost": format_id("agent"), "org": acme.tenant_id})
+    assert scan(db, tenant_id=acme.tenant_id) == []
+    theirs = {(f.table, f.column, f.problem): f.examples for f in scan(db, tenant_id=globex.tenant_id)}
+    assert theirs[("spans", "agent_id", "not a valid agent ID")] == ["'goctech-leader'"]
+    assert repr(acmes.id) in theirs[("spans", "agent_id", "points at nothing in agents.id")]
+    assert not any(table == "organizations" for table, _, _ in theirs)
+    everyone = {(f.table, f.column, f.problem): f.examples for f in scan(db)}
+    assert repr(acmes.id) not in everyone[("spans", "agent_id", "points at nothing in agents.id")]
+
+
 def test_foreign_key_columns_are_checked_too_when_enforcement_was_off(sqlite_db: Database) -> None:
     acme = make_tenant(sqlite_db, "acme").scope
     new_agent(sqlite_db, acme, "bot")

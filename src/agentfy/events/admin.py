@@ -1,7 +1,9 @@
 """Operating the bus: stats, dead letters (paged, filtered, requeued), pruning handled events.
 
-These read and change the outbox across tenants: they are operator tools (``agentfy events …``), never
-reachable from a tenant's request.
+Without a tenant they read and change the outbox across tenants: operator tools (``agentfy events …``).  With
+one (``tenant_id=``, an organization's ID) every statement filters on it in SQL, which is how the API's
+``/v1/org/bus`` and ``/v1/org/dead-letters`` serve one organization's admins
+(:mod:`agentfy.gateway.routes.bus`); the route passes the caller's own organization, never one from a request.
 """
 
 from __future__ import annotations
@@ -66,16 +68,30 @@ class BusStats:
 _BY_STATUS: Final = sa.select(_T.status, sa.func.count()).group_by(_T.status)
 _DUE: Final = (sa.select(sa.func.count(), sa.func.min(_T.available_at))
                .where(_T.status == "pending", _T.available_at <= sa.bindparam("now")))
+# One organization's: the dedup key (tenant_id, type, source_id) indexes the tenant's rows.
+_OF_TENANT: Final = _T.tenant_id == sa.bindparam("tenant_id")
+_TENANT_BY_STATUS: Final = _BY_STATUS.where(_OF_TENANT)
+_TENANT_DUE: Final = _DUE.where(_OF_TENANT)
 
 
-def stats(db: Database, *, days: int = 7) -> BusStats:
-    """Counts by status, the backlog and its age, and the durable counters of the last ``days`` days."""
+def stats(db: Database, *, days: int = 7, tenant_id: str | None = None) -> BusStats:
+    """Counts by status, the backlog and its age, and the durable counters of the last ``days`` days.
+
+    With ``tenant_id``, only that organization's events are counted and ``daily`` is empty: the durable
+    counters are the platform's (one row per day and name, no tenant), so they are no organization's to see.
+    A bad ``tenant_id`` raises :class:`~agentfy.identity.InvalidIdError` naming it.
+    """
+    params: dict[str, Any] = {"now": now()}
+    if tenant_id is not None:
+        params["tenant_id"] = parse_id(tenant_id, "org", field="tenant_id")
+    by_status_query, due_query = (_BY_STATUS, _DUE) if tenant_id is None else (_TENANT_BY_STATUS, _TENANT_DUE)
     with db.transaction(write=False) as tx:
-        by_status = {str(status): int(n) for status, n in tx.all(_BY_STATUS)}
-        due, oldest = tx.one(_DUE, {"now": now()}) or (0, None)
+        by_status = {str(status): int(n) for status, n in tx.all(by_status_query, params)}
+        due, oldest = tx.one(due_query, params) or (0, None)
     return BusStats(lag=int(due), pending=by_status.get("pending", 0), processing=by_status.get("processing", 0),
                     dead=by_status.get("dead", 0), done=by_status.get("done", 0),
-                    oldest_pending_age_seconds=_age_seconds(oldest), daily=counters.daily(db, days))
+                    oldest_pending_age_seconds=_age_seconds(oldest),
+                    daily=counters.daily(db, days) if tenant_id is None else {})
 
 
 # -- dead letters --------------------------------------------------------------------------------------------
@@ -184,8 +200,8 @@ _CURSOR: Final = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)~([0-9a-z-
 def _parse_cursor(cursor: str) -> tuple[str, str]:
     match = _CURSOR.fullmatch(cursor)
     if match is None:
-        raise InvalidInputError(f"cursor {cursor!r} is not one this command printed (expected <finished_at>~<event "
-                                "ID>)", field="cursor", value=cursor)
+        raise InvalidInputError(f"cursor {cursor!r} is not the next_cursor of a previous page (expected "
+                                "<finished_at>~<event ID>)", field="cursor", value=cursor)
     return match.group(1), match.group(2)
 
 
@@ -213,9 +229,10 @@ def requeue(db: Database, selection: DeadLetterFilter) -> int:
         return int(tx.execute(_requeue_query(selection.shape()), {**selection.params(), "now": now()}).rowcount)
 
 
-def requeue_dead_letter(db: Database, event_id: str) -> bool:
-    """Requeue one dead event; ``False`` if it is not a dead letter."""
-    return requeue(db, DeadLetterFilter(event_id=event_id)) == 1
+def requeue_dead_letter(db: Database, event_id: str, *, tenant_id: str | None = None) -> bool:
+    """Requeue one dead event (with ``tenant_id``: only if it is that organization's); ``False`` if it is not
+    such a dead letter, and then nothing was changed."""
+    return requeue(db, DeadLetterFilter(event_id=event_id, tenant_id=tenant_id)) == 1
 
 
 # -- one event, pruning --------------------------------------------------------------------------------------

@@ -236,6 +236,12 @@ RULES: Final[dict[str, Rule]] = {
     "agents.embeddings.set": _r("admin", "set the embeddings model an agent's memory is searched by"),
     "agents.embeddings.get": _r("admin", "read an agent's embeddings configuration"),
     "agents.embeddings.delete": _r("admin", "remove an agent's embeddings model (full-text memory search only)"),
+    # the organization's share of the operator's bus and database checks (their cross-tenant forms are the CLI's)
+    "org.bus.get": _r("admin", "read the organization's event-bus counts", team_keys=False),
+    "org.dead_letters.list": _r("admin", "list the organization's dead-lettered events", team_keys=False),
+    "org.dead_letters.requeue": _r("admin", "requeue one of the organization's dead-lettered events",
+                                   team_keys=False),
+    "org.orphans.scan": _r("admin", "scan the organization's rows for IDs that cannot be right", team_keys=False),
 }
 
 

@@ -33,6 +33,7 @@ from agentfy.gateway.routes import (
     agent_embeddings,
     agent_model,
     agents,
+    bus,
     channel_access,
     channels,
     chat,
@@ -61,6 +62,7 @@ ROUTERS: Final[tuple[APIRouter, ...]] = (
     channel_access.router, usage.router, credentials.router, agent_model.router, chat.router, ws.router,
     tasks.router,
     agent_embeddings.router,
+    bus.router,
 )
 
 #: Routers whose routes declare their own error responses, in another error shape: the OpenAI-compatible
