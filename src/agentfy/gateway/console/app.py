@@ -25,6 +25,7 @@ from agentfy.gateway.console.screens import (
     events,
     mcp_skills,
     operations,
+    sessions,
     sign_in,
     tasks,
     usage,
@@ -36,7 +37,7 @@ from agentfy.gateway.deps import GatewayState
 CONSOLE_PATH: Final = "/console"
 STATIC_DIR: Final = Path(__file__).with_name("static")
 SCREENS: Final = (sign_in.router, agents.router, conversations.router, cron.router, events.router,
-           operations.router, tasks.router, mcp_skills.router, usage.router)
+           operations.router, tasks.router, mcp_skills.router, usage.router, sessions.router)
 
 
 def console_app(gateway_app: FastAPI) -> FastAPI:

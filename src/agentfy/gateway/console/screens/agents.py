@@ -104,7 +104,8 @@ async def show_agent(request: Request, agent_id: str) -> Response:
              f'<dt>ID</dt><dd>{copyable(agent["id"])}</dd><dt>Model</dt><dd>{esc(model_of(agent))}</dd>'
              f'<dt>Created</dt><dd>{esc(agent["created_at"])}</dd></dl>')
     links = (f'<ul class="links"><li><a href="{esc(agent_url(agent["id"], "/conversations"))}">Conversations</a>'
-             f'</li><li><a href="{esc(agent_url(agent["id"], "/cron"))}">Cron jobs</a></li>'
+             f'</li><li><a href="{esc(agent_url(agent["id"], "/sessions"))}">Sessions</a></li>'
+             f'<li><a href="{esc(agent_url(agent["id"], "/cron"))}">Cron jobs</a></li>'
              + ("" if not current.may("mcp_servers.list") else
                 f'<li><a href="{esc(agent_url(agent["id"], "/mcp-servers"))}">MCP servers</a></li>') + "</ul>")
     body = facts + links + _agent_actions(current, agent)
