@@ -36,7 +36,7 @@ def sessions_url(agent_id: str, *, scope: str = "", state: str = "", cursor: str
 
 
 def _scope(value: str) -> str:
-    return "<code>agent's own</code>" if value == "" else f"<code>{esc(value)}</code>"
+    return "<em>the agent's own</em>" if value == "" else f"<code>{esc(value)}</code>"
 
 
 def _row(agent_id: str, session: dict[str, Any]) -> list[str]:
@@ -49,10 +49,13 @@ def _row(agent_id: str, session: dict[str, Any]) -> list[str]:
 def _filter(agent_id: str, scope: str, state: str) -> str:
     options = "".join(f'<option value="{esc(s)}"{" selected" if s == state else ""}>{esc(s)}</option>'
                       for s in STATES)
+    pairs = (field("scope", "Scope (a user ID or group:…)", value=scope,
+                   extra=' autocomplete="off" placeholder="every scope"'),
+             '<label for="state">State</label><select id="state" name="state">'
+             f'<option value="">every state</option>{options}</select>')
     return (f'<form method="get" action="{esc(agent_url(agent_id, "/sessions"))}" class="filter" role="search">'
-            + field("scope", "Scope (a person's user ID or group:…; empty: every scope)", value=scope)
-            + '<label for="state">State</label><select id="state" name="state">'
-            f'<option value="">every state</option>{options}</select><button type="submit">Filter</button></form>')
+            + "".join(f'<div class="pair">{pair}</div>' for pair in pairs)
+            + '<button type="submit">Filter</button></form>')
 
 
 @router.get("/agents/{agent_id}/sessions")
