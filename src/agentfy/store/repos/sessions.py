@@ -57,7 +57,9 @@ _OPEN_CONVERSATIONS: Final = (sa.select(*_COLUMNS)
 # its opening's when it has none).  The newest activity comes first; the session key breaks ties, so the order
 # is total.  Both figures are read from the messages' primary key (tenant, session key, seq): the last message
 # is the one with the highest seq.  Ordering by activity has no index of its own (it is computed per session),
-# so a listing reads all of one agent's sessions in the filter before it pages.
+# so a listing reads all of one agent's sessions in the filter before it pages.  A session that becomes active
+# while a caller pages moves to the front: this walk does not show it again (nor, if not yet shown, at all);
+# the next walk from the first page does.
 _MESSAGES_OF_ROW: Final = (session_messages.c.tenant_id == sessions.c.tenant_id,
                            session_messages.c.session_key == sessions.c.session_key)
 _LAST_MESSAGE_AT: Final = (sa.select(session_messages.c.created_at).where(*_MESSAGES_OF_ROW)
