@@ -476,6 +476,7 @@ SCOPED: dict[str, Build] = {
     "sessions.open": lambda w, c, s: Request("POST", "/v1/sessions", {"session_key": unique("o"), "agent": "bot",
                                                                       "user_id": s}),
     "sessions.get": lambda w, c, s: Request("GET", f"/v1/sessions/{w.sessions[s]}", hidden=True),
+    "sessions.list": lambda w, c, s: Request("GET", "/v1/agents/bot/sessions", params={"user_id": s}),
     "sessions.messages.list": lambda w, c, s: Request("GET", f"/v1/sessions/{w.sessions[s]}/messages", hidden=True),
     "sessions.messages.append": lambda w, c, s: Request("POST", f"/v1/sessions/{w.sessions[s]}/messages",
                                                         {"role": "user", "content": "hi"}, hidden=True),
@@ -498,6 +499,8 @@ SCOPED: dict[str, Build] = {
 #: Lists that show a scope's rows only to callers who may see the scope (the answer is 200 either way).
 FILTERED: dict[str, Build] = {
     "cron.list": lambda w, c, s: Request("GET", "/v1/agents/bot/cron-jobs", present=ids_in("id", w.jobs[s])),
+    "sessions.list (all scopes)": lambda w, c, s: Request(
+        "GET", "/v1/agents/bot/sessions", present=ids_in("session_key", w.sessions[s])),
     "knowledge.entities.list": lambda w, c, s: Request("GET", "/v1/agents/bot/knowledge/entities",
                                                        present=ids_in("id", w.entities[s])),
     "knowledge.relations.list": lambda w, c, s: Request("GET", "/v1/agents/bot/knowledge/relations",

@@ -193,6 +193,7 @@ RULES: Final[dict[str, Rule]] = {
     # sessions and memory (scoped)
     "sessions.open": _r("member", "open a session in a scope", scoped=True),
     "sessions.get": _r("member", "read a session", scoped=True),
+    "sessions.list": _r("member", "list an agent's sessions", scoped=True),
     "sessions.messages.list": _r("member", "read a session's messages", scoped=True),
     "sessions.messages.append": _r("member", "append a user message (assistant, system, tool: operator)",
                                    scoped=True),

@@ -33,14 +33,18 @@ class Keyset(Generic[T]):
     """One list's three statements (all, first page, page after a key) and its key."""
 
     def __init__(self, base: sa.Select[Any], order: Sequence[sa.ColumnElement[Any]],
-                 key: Callable[[T], tuple[Any, ...]]) -> None:
+                 key: Callable[[T], tuple[Any, ...]], *, descending: bool = False) -> None:
+        """``descending``: every order column from the largest down (newest first), so "after an item" is
+        ``(order columns) < (its values)``; one direction for all columns keeps that a single row comparison."""
         self.width = len(order)
         self.key = key
         limit = sa.bindparam("limit", type_=sa.Integer)
-        after = sa.tuple_(*order) > sa.tuple_(*(sa.bindparam(f"after_{i}") for i in range(self.width)))
-        self.everything = base.order_by(*order)
-        self.first = base.order_by(*order).limit(limit)
-        self.after = base.where(after).order_by(*order).limit(limit)
+        bounds = sa.tuple_(*(sa.bindparam(f"after_{i}") for i in range(self.width)))
+        after = sa.tuple_(*order) < bounds if descending else sa.tuple_(*order) > bounds
+        ordered = [column.desc() for column in order] if descending else list(order)
+        self.everything = base.order_by(*ordered)
+        self.first = base.order_by(*ordered).limit(limit)
+        self.after = base.where(after).order_by(*ordered).limit(limit)
 
     def fetch(self, tx: Tx, params: Mapping[str, Any], make: Callable[[tuple[Any, ...]], T], *,
               after: Sequence[Any] | None = None, limit: int | None = None) -> list[T]:

@@ -27,6 +27,7 @@ from agentfy.gateway.console.screens import (
     mcp_skills,
     memory,
     operations,
+    sessions,
     sign_in,
     tasks,
     usage,
@@ -39,7 +40,7 @@ CONSOLE_PATH: Final = "/console"
 STATIC_DIR: Final = Path(__file__).with_name("static")
 SCREENS: Final = (sign_in.router, agents.router, conversations.router, cron.router, events.router,
            operations.router, tasks.router, mcp_skills.router, usage.router, agent_settings.router,
-           memory.router)
+           memory.router, sessions.router)
 
 
 def console_app(gateway_app: FastAPI) -> FastAPI:

@@ -71,6 +71,14 @@ class SessionOut(BaseModel):
                                                                "telegram:-100123.")
 
 
+class SessionListedOut(SessionOut):
+    """A session in its agent's list: with its message count and last activity."""
+
+    message_count: int = Field(description="How many messages the session has.")
+    last_activity_at: str = Field(description="Its last message's time, or when it was opened if it has none; the "
+                                              "list is ordered by it, newest first.")
+
+
 class SessionCompletedOut(SessionOut):
     event_id: str | None = Field(json_schema_extra={"pattern": id_pattern("domain-event")}, description=(
         "The `session.completed` event this call published; null when it was already published for this "

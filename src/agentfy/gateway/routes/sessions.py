@@ -1,5 +1,5 @@
 """``/v1/sessions``: open a session, append and read its messages, complete it (publishing
-``session.completed`` in the same transaction).
+``session.completed`` in the same transaction); ``/v1/agents/{agent}/sessions``: an agent's sessions.
 
 A session is addressed by its key, its only identifier (unique per organization; it may contain ``/``, so
 the path parameter takes the rest of the path). Another organization's session and a missing one get the
@@ -9,7 +9,7 @@ key's user), never taken from the request.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
 
@@ -17,33 +17,45 @@ from agentfy.events.consolidation.episodic import publish_session_completed
 from agentfy.gateway.auth import Principal
 from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.errors import fields_as_sent
-from agentfy.gateway.pages import Cursor, Limit, Page, decode_cursor, encode_cursor, invalid_cursor
-from agentfy.gateway.resolve import agent_in
+from agentfy.gateway.pages import Cursor, Limit, Page, decode_cursor, empty, encode_cursor, invalid_cursor, paged
+from agentfy.gateway.resolve import agent_in, agent_loop
+from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas_data import (
     MessageIn,
     MessageOut,
     SessionCompletedOut,
     SessionIn,
+    SessionListedOut,
     SessionOut,
     ToolCallOut,
 )
-from agentfy.permissions.access import authorize, require_scope
+from agentfy.permissions.access import authorize, require_scope, scope_filter
 from agentfy.store.db import Tx
-from agentfy.store.inputs import INT64_MAX, LABEL_PATTERN
+from agentfy.store.inputs import INT64_MAX, LABEL_MAX_LENGTH, LABEL_PATTERN
 from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import sessions
-from agentfy.store.repos.sessions import SESSION_KEY_MAX_LENGTH, Session, SessionMessage
+from agentfy.store.repos.sessions import SESSION_KEY_MAX_LENGTH, ListedSession, Session, SessionMessage
 
 router = APIRouter(tags=["sessions"])
 SessionKey = Annotated[str, Path(description="The session's key (it may contain `/`; no control characters).",
                                  min_length=1, max_length=SESSION_KEY_MAX_LENGTH,
                                  json_schema_extra={"pattern": LABEL_PATTERN})]
+ScopeFilter = Annotated[str | None, Query(max_length=LABEL_MAX_LENGTH, json_schema_extra={"pattern": LABEL_PATTERN},
+                                          description=("Only the sessions in this memory scope: a person's user ID "
+                                                       "(a direct chat), `group:…` (a group chat), empty (the "
+                                                       "agent's own)."))]
+StatusFilter = Annotated[Literal["open", "completed"] | None, Query(description="Only the sessions in this state.")]
 
 
 def session_out(session: Session) -> SessionOut:
     return SessionOut(session_key=session.session_key, agent_id=session.agent_id, user_id=session.user_id,
                       status=session.status, compaction_count=session.compaction_count, created_at=session.created_at,
                       completed_at=session.completed_at, channel=session.channel, conversation=session.conversation)
+
+
+def listed_out(listed: ListedSession) -> SessionListedOut:
+    return SessionListedOut(**session_out(listed.session).model_dump(), message_count=listed.message_count,
+                            last_activity_at=listed.last_activity_at)
 
 
 def message_out(message: SessionMessage) -> MessageOut:
@@ -76,6 +88,23 @@ def open_session(body: SessionIn, call: Authenticated) -> SessionOut:
         with fields_as_sent(user_id_scope="user_id"):
             session = sessions.open_session(tx, call.who.scope, body.session_key, agent_id, scope)
     return session_out(session)
+
+
+@router.get("/agents/{agent}/sessions", operation_id="sessions.list", response_model=Page[SessionListedOut])
+def list_agent_sessions(agent: AgentRef, call: Authenticated, *, user_id: ScopeFilter = None,
+                        status: StatusFilter = None, limit: Limit = DEFAULT_LIMIT,
+                        cursor: Cursor = None) -> Page[SessionListedOut]:
+    """The agent's sessions, newest activity first, a page at a time; one memory scope's with ``user_id``, one
+    state's with ``status``.  Only sessions the caller could read one by one (``GET /v1/sessions/{key}``) are
+    listed: a member acting as a person sees its own person's scope's, and naming another scope is 403; a key
+    acting as nobody sees none.  Another organization's agent is 404, like a missing one."""
+    agent_id = agent_loop(call.gateway, call.who, agent).agent.id
+    nothing, scope = scope_filter(call.who, "sessions.list", user_id)
+    if nothing:
+        return empty()
+    return paged(call.gateway, call.who, "sessions.list", sessions.AGENT_PAGES, fetch=lambda tx, **page:
+                 sessions.list_agent_sessions(tx, call.who.scope, agent_id, user_id=scope, status=status, **page),
+                 out=listed_out, limit=limit, cursor=cursor)
 
 
 # The routes with a suffix come before GET /sessions/{session_key}: the key takes the rest of the path.

@@ -26,6 +26,7 @@ from agentfy.identity import AgentId, OrgId, Scope, parse_id
 from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
 from agentfy.store.inputs import check_json, check_json_size
+from agentfy.store.paging import Keyset
 from agentfy.store.repos import agents
 from agentfy.store.repos._common import require_label, require_text
 from agentfy.store.schema import session_messages, sessions
@@ -34,6 +35,7 @@ from agentfy.store.sql import insert
 SESSION_KEY_MAX_LENGTH: Final = 200
 MESSAGE_MAX_LENGTH: Final = 1_000_000
 MESSAGE_ROLES: Final = ("user", "assistant", "system", "tool")
+SESSION_STATUSES: Final = ("open", "completed")
 #: A tool call's id and a tool name are labels of at most this many characters.
 TOOL_CALL_ID_MAX_LENGTH: Final = 200
 
@@ -51,6 +53,35 @@ _OPEN_CONVERSATIONS: Final = (sa.select(*_COLUMNS)
                                      sessions.c.channel.is_not(None))
                               .order_by(sessions.c.created_at.desc(), sessions.c.session_key)
                               .limit(sa.bindparam("limit", type_=sa.Integer)))
+# An agent's sessions for listing, each with its message count and last activity (its last message's time, or
+# its opening's when it has none).  The newest activity comes first; the session key breaks ties, so the order
+# is total.  Both figures are read from the messages' primary key (tenant, session key, seq): the last message
+# is the one with the highest seq.  Ordering by activity has no index of its own (it is computed per session),
+# so a listing reads all of one agent's sessions in the filter before it pages.  A session that becomes active
+# while a caller pages moves to the front: this walk does not show it again (nor, if not yet shown, at all);
+# the next walk from the first page does.
+_MESSAGES_OF_ROW: Final = (session_messages.c.tenant_id == sessions.c.tenant_id,
+                           session_messages.c.session_key == sessions.c.session_key)
+_LAST_MESSAGE_AT: Final = (sa.select(session_messages.c.created_at).where(*_MESSAGES_OF_ROW)
+                           .order_by(session_messages.c.seq.desc()).limit(1).correlate(sessions).scalar_subquery())
+_MESSAGE_COUNT: Final = (sa.select(sa.func.count()).select_from(session_messages).where(*_MESSAGES_OF_ROW)
+                         .correlate(sessions).scalar_subquery())
+
+
+def _agent_pages(*, scoped: bool, stated: bool) -> Keyset[ListedSession]:
+    """The keyset of one agent's sessions, only one scope's (``scoped``) and one status's (``stated``)."""
+    where = [sessions.c.tenant_id == sa.bindparam("tenant_id"), sessions.c.agent_id == sa.bindparam("agent_id")]
+    if scoped:
+        where.append(sessions.c.user_id == sa.bindparam("user_id"))
+    if stated:
+        where.append(sessions.c.status == sa.bindparam("status"))
+    listed = (sa.select(*_COLUMNS, _MESSAGE_COUNT.label("message_count"),
+                        sa.func.coalesce(_LAST_MESSAGE_AT, sessions.c.created_at).label("last_activity_at"))
+              .where(*where).subquery("listed"))
+    return Keyset(sa.select(*listed.c), (listed.c.last_activity_at, listed.c.session_key),
+                  lambda item: (item.last_activity_at, item.session.session_key), descending=True)
+
+
 # The row lock serializes appends to one session on PostgreSQL (SQLite's BEGIN IMMEDIATE already does; its
 # compiler leaves FOR UPDATE out), so two writers never compute the same next seq.
 _LOCK_STATUS: Final = sa.select(sessions.c.status).where(*_THIS).with_for_update()
@@ -94,6 +125,16 @@ class Session:
 
 
 @dataclass(frozen=True, slots=True)
+class ListedSession:
+    """A session as a listing shows it: with how many messages it has and when it was last active (its last
+    message's time, or its opening's)."""
+
+    session: Session
+    message_count: int
+    last_activity_at: str
+
+
+@dataclass(frozen=True, slots=True)
 class MessageToolCall:
     """One tool call of an assistant message: ``id`` pairs it with the ``tool`` message that answers it;
     ``arguments`` is a JSON object (string values from the offline model, any JSON value from others)."""
@@ -121,6 +162,10 @@ class SessionMessage:
 def _session(row: tuple[Any, ...]) -> Session:
     return Session(OrgId(row[0]), row[1], AgentId(row[2]), row[3], row[4], int(row[5]), row[6], row[7], row[8],
                    row[9])
+
+
+def _listed(row: tuple[Any, ...]) -> ListedSession:
+    return ListedSession(_session(row[:10]), int(row[10]), row[11])
 
 
 def _message(row: tuple[Any, ...]) -> SessionMessage:
@@ -250,6 +295,25 @@ def open_conversations(tx: Tx, scope: Scope, agent_id: str, *, limit: int = 50) 
                                                                   "limit": limit})]
 
 
+def list_agent_sessions(tx: Tx, scope: Scope, agent_id: str, *, user_id: str | None = None,
+                        status: str | None = None, after: Sequence[Any] | None = None,
+                        limit: int | None = None) -> list[ListedSession]:
+    """The agent's sessions (the agent must be in the tenant), newest activity first (all, or a page after the
+    key ``after``): only those in the memory scope ``user_id`` if given, only ``status`` ones (``open``,
+    ``completed``) if given.  Who may see which scope is the caller's to decide (the gateway filters by it)."""
+    agent = agents.get_agent(tx, scope, parse_id(agent_id, "agent"))
+    params: dict[str, Any] = {"tenant_id": scope.tenant_id, "agent_id": agent.id}
+    if user_id is not None:
+        params["user_id"] = require_label(user_id, field="user_id", allow_empty=True)
+    if status is not None:
+        if status not in SESSION_STATUSES:
+            raise InvalidInputError(f"status {status!r} is unknown; expected one of {', '.join(SESSION_STATUSES)}",
+                                    field="status", value=status)
+        params["status"] = status
+    pages = _AGENT_PAGES[user_id is not None, status is not None]
+    return pages.fetch(tx, params, _listed, after=after, limit=limit)
+
+
 def get_session(tx: Tx, scope: Scope, session_key: str) -> Session:
     """The session with this key in the scope's tenant, or :class:`NotFoundError`."""
     key = parse_session_key(session_key)
@@ -322,3 +386,10 @@ def increment_compaction(tx: Tx, scope: Scope, session_key: str) -> int:
     if value is None:
         raise NotFoundError("session", key)
     return int(value)
+
+
+#: The keysets of :func:`list_agent_sessions`, by ``(scope given, status given)``.
+_AGENT_PAGES: Final = {(scoped, stated): _agent_pages(scoped=scoped, stated=stated)
+                       for scoped in (False, True) for stated in (False, True)}
+#: The listing's keyset for the API's cursors: every filter's keyset orders and keys the same way.
+AGENT_PAGES: Final = _AGENT_PAGES[False, False]

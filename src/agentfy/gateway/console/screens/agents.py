@@ -117,7 +117,8 @@ async def show_agent(request: Request, agent_id: str, done: str | None = None, c
              f'<dt>Created</dt><dd>{esc(agent["created_at"])}</dd>'
              f'<dt>Run</dt><dd>{await run_state(current, agent)}</dd></dl>')
     links = (f'<ul class="links"><li><a href="{esc(agent_url(agent["id"], "/conversations"))}">Conversations</a>'
-             f'</li><li><a href="{esc(agent_url(agent["id"], "/cron"))}">Cron jobs</a></li>'
+             f'</li><li><a href="{esc(agent_url(agent["id"], "/sessions"))}">Sessions</a></li>'
+             f'<li><a href="{esc(agent_url(agent["id"], "/cron"))}">Cron jobs</a></li>'
              + ("" if not current.may("mcp_servers.list") else
                 f'<li><a href="{esc(agent_url(agent["id"], "/mcp-servers"))}">MCP servers</a></li>')
              + f'<li><a href="{esc(agent_url(agent["id"], "/memory"))}">Memory and knowledge</a></li></ul>')
