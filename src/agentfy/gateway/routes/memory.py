@@ -21,6 +21,7 @@ from agentfy.gateway.routes.schemas_data import (
     MemoryDocumentOut,
     renamed,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.permissions.access import require_scope, scope_filter
 from agentfy.store.errors import StoreError
@@ -30,7 +31,7 @@ from agentfy.store.repos import memory
 from agentfy.store.repos._batch import USER_ID_MAX_LENGTH
 from agentfy.store.repos.memory import MemoryDocument, MemoryDocumentInput
 
-router = APIRouter(tags=["memory"])
+router = APIRouter(tags=["memory"], route_class=ApiRoute)
 
 
 def document_out(document: MemoryDocument) -> MemoryDocumentOut:

@@ -27,6 +27,7 @@ from agentfy.gateway.routes.schemas_data import (
     SessionOut,
     ToolCallOut,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.permissions.access import authorize, require_scope
 from agentfy.store.db import Tx
 from agentfy.store.inputs import INT64_MAX, LABEL_PATTERN
@@ -34,7 +35,7 @@ from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import sessions
 from agentfy.store.repos.sessions import SESSION_KEY_MAX_LENGTH, Session, SessionMessage
 
-router = APIRouter(tags=["sessions"])
+router = APIRouter(tags=["sessions"], route_class=ApiRoute)
 SessionKey = Annotated[str, Path(description="The session's key (it may contain `/`; no control characters).",
                                  min_length=1, max_length=SESSION_KEY_MAX_LENGTH,
                                  json_schema_extra={"pattern": LABEL_PATTERN})]
