@@ -13,8 +13,9 @@ kind           our route                                           the bare app'
 ``get``        ``GET /v1/agents/{id}``                             the agent by (tenant, id)
 ``list``       ``GET /v1/agents``                                  a page of 51 agents by key
 ``send``       ``POST /v1/agents/{id}/messages`` (offline model)   the agent, the session (opened on its first
-                                                                   message), its last 50 messages, the last seq,
-                                                                   a user and an assistant message inserted
+                                                                   message, its row locked), its last 50
+                                                                   messages, the last seq, a user and an
+                                                                   assistant message inserted
 ``messages``   ``GET /v1/sessions/{key}/messages``                 the session, a page of its messages
 ``memory``     ``GET /v1/agents/{id}/memory/documents``            the agent, a page of its memory documents
 ``open``       ``POST /v1/sessions``                               the agent, the session inserted
@@ -196,6 +197,9 @@ INSERT_MESSAGE = q("INSERT INTO session_messages (tenant_id, session_key, seq, r
 INSERT_SESSION = q("INSERT INTO sessions (tenant_id, session_key, agent_id, user_id, status, compaction_count, "
                    "created_at, channel, conversation) VALUES (?, ?, ?, ?, 'open', 0, ?, ?, ?)")
 
+LOCK_SESSION = q("SELECT status FROM sessions WHERE tenant_id = ? AND session_key = ?"
+                 + ("" if SQLITE else " FOR UPDATE"))
+
 def agent_dict(row):
     return {"id": row[0], "tenant_id": row[1], "agent_key": row[2], "display_name": row[3],
             "config": json.loads(row[4]), "created_at": row[5], "updated_at": row[6]}
@@ -237,8 +241,11 @@ def send_message(agent: str, body: MessageIn, authorization: str | None = Header
     with Tx(True) as cur:
         row = the_agent(cur, tenant_id, agent)
         key = f"{row[0]}/{USER}/api:{body.conversation}"
-        if cur.execute(SESSION, (tenant_id, key)).fetchone() is None:
-            cur.execute(INSERT_SESSION, (tenant_id, key, row[0], USER, now(), "api", "api:" + body.conversation))
+        # One exchange at a time per session (ours: the runtime's conversation lock and a locked status row);
+        # SQLite's BEGIN IMMEDIATE already serialises writers.
+        cur.execute(INSERT_SESSION + " ON CONFLICT DO NOTHING",
+                    (tenant_id, key, row[0], USER, now(), "api", "api:" + body.conversation))
+        cur.execute(LOCK_SESSION, (tenant_id, key)).fetchone()
         cur.execute(q("SELECT role, content FROM session_messages WHERE tenant_id = ? AND session_key = ? "
                       "ORDER BY seq DESC LIMIT 50"), (tenant_id, key)).fetchall()
         last = cur.execute(q("SELECT max(seq) FROM session_messages WHERE tenant_id = ? AND session_key = ?"),
