@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import threading
+from contextvars import ContextVar
 
 import pytest
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi.testclient import TestClient
 
 import agentfy.gateway.routes as routes_package
 from agentfy.channels.telegram_webhook import TelegramBot
 from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.routes import mount
+from agentfy.gateway.routing import ApiRoute
 
 
 def test_every_route_module_with_a_router_is_mounted() -> None:
@@ -52,6 +55,43 @@ def test_a_route_without_a_rule_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(mount, "ROUTERS", (stray,))
     with pytest.raises(RuntimeError, match=r"'nobody.knows', which is not in agentfy.permissions.access.RULES"):
         mount.register(FastAPI())
+
+
+def test_a_route_of_another_class_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    stray = APIRouter()  # FastAPI's own route class: a sync endpoint would pay a second thread hop
+
+    @stray.get("/two-hops", operation_id="agents.list")
+    def two_hops(call: Authenticated) -> dict[str, str]:
+        return {}
+
+    monkeypatch.setattr(mount, "ROUTERS", (stray,))
+    with pytest.raises(RuntimeError, match=r"/two-hops is a APIRoute: make its router with route_class="):
+        mount.register(FastAPI())
+
+
+def test_a_sync_endpoint_runs_once_in_a_worker_thread_with_the_request_context() -> None:
+    seen: list[tuple[str, str | None]] = []
+    marker: ContextVar[str | None] = ContextVar("marker", default=None)
+    router = APIRouter(route_class=ApiRoute)
+
+    async def mark() -> None:
+        marker.set("the request's")
+
+    @router.get("/where", dependencies=[Depends(mark)])
+    def where(limit: int = 3) -> dict[str, int]:
+        """Documented."""
+        seen.append((threading.current_thread().name, marker.get()))
+        return {"limit": limit}
+
+    app = FastAPI()
+    app.include_router(router)
+    with TestClient(app) as client:
+        assert client.get("/where?limit=5").json() == {"limit": 5}
+        assert client.get("/where?limit=x").status_code == 422  # its parameters are still its own
+        operation = client.get("/openapi.json").json()["paths"]["/where"]["get"]
+    assert operation["description"] == "Documented." and operation["operationId"] == "where_where_get"
+    [(thread, context)] = seen
+    assert thread != threading.main_thread().name and context == "the request's"
 
 
 def test_register_reports_every_mounted_operation_as_authenticated(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,10 +24,10 @@ from typing import Any, Final
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 
 from agentfy.gateway.errors import ErrorBody, describe, invalid_request
+from agentfy.gateway.routing import ApiRoute
 from agentfy.runtime.model import ModelError
 from agentfy.runtime.providers import ModelConfigError
 
@@ -104,7 +104,7 @@ def response_of(error: BaseException) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-class OpenAIRoute(APIRoute):
+class OpenAIRoute(ApiRoute):
     """A route whose errors are in OpenAI's shape: FastAPI solves a route's dependencies (authentication), reads
     its body and runs it inside the handler this wraps, so every error of the operation passes here."""
 

@@ -23,6 +23,7 @@ from agentfy.gateway.resolve import agent_in
 from agentfy.gateway.routes.agent_model import invalid, require_credential
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas import Strict, text_field
+from agentfy.gateway.routing import ApiRoute
 from agentfy.runtime.embeddings import (
     BASE_URL_MAX_LENGTH,
     CONFIG_KEY,
@@ -34,7 +35,7 @@ from agentfy.store.repos import agents, credentials
 from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.vectors import DIMENSIONS_MAX, MODEL_MAX_LENGTH
 
-router = APIRouter(tags=["agents"])
+router = APIRouter(tags=["agents"], route_class=ApiRoute)
 
 
 class EmbeddingsIn(Strict):

@@ -25,6 +25,7 @@ from agentfy.gateway.resolve import agent_in
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.credentials import NO_KEY, cipher_of
 from agentfy.gateway.routes.schemas import Strict, text_field
+from agentfy.gateway.routing import ApiRoute
 from agentfy.identity import Scope
 from agentfy.runtime.model import ModelError
 from agentfy.runtime.model_check import check_model
@@ -44,7 +45,7 @@ from agentfy.store.db import Tx
 from agentfy.store.repos import agents, credentials
 from agentfy.store.repos.agents import Agent
 
-router = APIRouter(tags=["agents"])
+router = APIRouter(tags=["agents"], route_class=ApiRoute)
 
 BASE_URL_MAX_LENGTH: Final = 2000
 MODEL_NAME_MAX_LENGTH: Final = 200

@@ -19,9 +19,10 @@ from agentfy.gateway.routes.schemas import (
     AgentOut,
     AgentPatch,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.store.paging import DEFAULT_LIMIT
 
-router = APIRouter(tags=["agents"])
+router = APIRouter(tags=["agents"], route_class=ApiRoute)
 AgentRef = Annotated[str, Path(description=AGENT_REF_DESCRIPTION, max_length=AGENT_REF_MAX_LENGTH,
                                json_schema_extra={"pattern": AGENT_REF_PATTERN})]
 

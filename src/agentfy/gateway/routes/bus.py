@@ -30,10 +30,11 @@ from agentfy.events.admin import DeadLetter, DeadLetterFilter
 from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.pages import Cursor, Page, decode_cursor, encode_cursor, invalid_cursor
 from agentfy.gateway.routes.schemas import id_field, id_path, optional_id_field
+from agentfy.gateway.routing import ApiRoute
 from agentfy.store import orphans
 from agentfy.store.errors import InvalidInputError, NotFoundError
 
-router = APIRouter(tags=["operations"])
+router = APIRouter(tags=["operations"], route_class=ApiRoute)
 
 #: How much of a dead letter's last error an answer carries (a traceback's first lines say enough).
 ERROR_CHARS: Final = 500

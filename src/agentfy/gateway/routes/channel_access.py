@@ -17,10 +17,11 @@ from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.resolve import agent_in
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas import Strict
+from agentfy.gateway.routing import ApiRoute
 from agentfy.store.repos import channel_access
 from agentfy.store.repos.channel_access import ChannelPolicy, DmPolicy, GroupPolicy, Sender
 
-router = APIRouter(tags=["channels"])
+router = APIRouter(tags=["channels"], route_class=ApiRoute)
 PlatformPath = Annotated[Literal["telegram", "discord"], Path(description="telegram or discord")]
 SenderPath = Annotated[str, Path(description="The sender's numeric user ID on the platform.", max_length=20,
                                  pattern=r"^[0-9]{1,20}$")]

@@ -23,10 +23,11 @@ from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.resolve import agent_in, agent_loop
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas import Strict, fullmatch_pattern
+from agentfy.gateway.routing import ApiRoute
 from agentfy.store.repos import channels as bindings
 from agentfy.store.repos.channels import ChannelBinding
 
-router = APIRouter(tags=["channels"])
+router = APIRouter(tags=["channels"], route_class=ApiRoute)
 #: Bytes of randomness (OS CSPRNG) in a generated Telegram secret token: 43 URL-safe characters.
 SECRET_TOKEN_BYTES: Final = 32
 PlatformPath = Annotated[Literal["telegram", "discord"], Path(description="telegram or discord")]

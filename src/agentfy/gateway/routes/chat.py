@@ -13,8 +13,9 @@ from agentfy.gateway.chat import AgentReply, MessageBody
 from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.errors import ErrorBody
 from agentfy.gateway.routes.agents import AgentRef
+from agentfy.gateway.routing import ApiRoute
 
-router = APIRouter(tags=["agents"])
+router = APIRouter(tags=["agents"], route_class=ApiRoute)
 
 
 #: How the streamed answer is described in the OpenAPI document (the events are text, not one JSON body).

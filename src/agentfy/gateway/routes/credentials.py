@@ -21,10 +21,11 @@ from agentfy.errors import ApiError
 from agentfy.gateway.deps import Authenticated, GatewayState
 from agentfy.gateway.errors import ErrorBody
 from agentfy.gateway.routes.schemas import Strict, text_field
+from agentfy.gateway.routing import ApiRoute
 from agentfy.store.repos import credentials
 from agentfy.store.repos.credentials import KEY_ENV, CredentialCipher, CredentialInfo
 
-router = APIRouter(tags=["credentials"])
+router = APIRouter(tags=["credentials"], route_class=ApiRoute)
 
 #: Characters of a secret a person may type (a provider's key is ~50-200); 4 bytes each at most, within the
 #: store's bound.

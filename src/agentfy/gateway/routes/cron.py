@@ -18,9 +18,10 @@ from agentfy.gateway.routes.schemas_admin import (
     CronJobPatch,
     CronRunOut,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.store.paging import DEFAULT_LIMIT
 
-router = APIRouter(tags=["cron"])
+router = APIRouter(tags=["cron"], route_class=ApiRoute)
 
 
 @router.post("/agents/{agent}/cron-jobs", operation_id="cron.create", status_code=201, response_model=CronJobOut)

@@ -17,11 +17,12 @@ from agentfy.gateway.routes.schemas_admin import (
     GrantIn,
     GrantOut,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import permissions
 from agentfy.store.repos.permissions import ConfigGrant
 
-router = APIRouter(tags=["grants"])
+router = APIRouter(tags=["grants"], route_class=ApiRoute)
 
 
 def grant_out(grant: ConfigGrant) -> GrantOut:

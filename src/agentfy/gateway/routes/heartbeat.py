@@ -8,8 +8,9 @@ from agentfy.gateway import agent_ops
 from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas_admin import HeartbeatOut
+from agentfy.gateway.routing import ApiRoute
 
-router = APIRouter(tags=["agents"])
+router = APIRouter(tags=["agents"], route_class=ApiRoute)
 
 
 @router.post("/agents/{agent}/heartbeat", operation_id="agents.heartbeat", response_model=HeartbeatOut)

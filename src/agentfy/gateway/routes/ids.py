@@ -9,12 +9,13 @@ from fastapi import APIRouter, Path
 
 from agentfy.cutover.hops import resolve_migrated_id
 from agentfy.gateway.deps import Authenticated
+from agentfy.gateway.routing import ApiRoute
 from agentfy.ids import explain_id, id_prefix_of
 from agentfy.store.db import Tx
 from agentfy.store.inputs import TEXT_PATTERN
 from agentfy.store.schema import metadata
 
-router = APIRouter(tags=["ids"])
+router = APIRouter(tags=["ids"], route_class=ApiRoute)
 
 #: prefix -> (table, tenant column or None for the organization itself), from the schema.
 _TABLES: dict[str, tuple[sa.Table, str | None]] = {}

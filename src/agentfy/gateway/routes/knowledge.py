@@ -24,6 +24,7 @@ from agentfy.gateway.routes.schemas_data import (
     rename_suffixes,
     renamed,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.identity import AgentId, InvalidAgentKeyError, InvalidIdError
 from agentfy.permissions.access import require_scope, scope_filter
 from agentfy.store.db import Tx
@@ -32,7 +33,7 @@ from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import knowledge
 from agentfy.store.repos.knowledge import EntityInput, EntityRef, KgEntity, KgRelation, RelationInput
 
-router = APIRouter(tags=["knowledge"])
+router = APIRouter(tags=["knowledge"], route_class=ApiRoute)
 #: The store's row fields -> this API's.
 _RENAME = rename_suffixes({"agent_id": "agent", "source_entity_id": "source", "target_entity_id": "target"})
 

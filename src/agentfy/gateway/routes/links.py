@@ -26,6 +26,7 @@ from agentfy.gateway.routes.schemas_admin import (
     McpServerToolsOut,
     McpToolOut,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.runtime.mcp.offer import McpTools, ServerStatus
 from agentfy.runtime.mcp.servers import parse_target
 from agentfy.runtime.mcp.settings import DEFAULT_MCP_SETTINGS
@@ -33,7 +34,7 @@ from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import links
 from agentfy.store.repos.links import AgentLink, AgentMcpServer
 
-router = APIRouter(tags=["links"])
+router = APIRouter(tags=["links"], route_class=ApiRoute)
 
 
 def link_out(link: AgentLink) -> LinkOut:

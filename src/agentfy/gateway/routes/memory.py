@@ -34,6 +34,7 @@ from agentfy.gateway.routes.schemas_data import (
     MemorySearchOut,
     renamed,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.permissions.access import require_scope, scope_filter
 from agentfy.store.errors import StoreError
@@ -44,7 +45,7 @@ from agentfy.store.repos._batch import USER_ID_MAX_LENGTH
 from agentfy.store.repos.memory import EpisodicSummary, MemoryDocument, MemoryDocumentInput
 from agentfy.store.repos.search import SearchHit
 
-router = APIRouter(tags=["memory"])
+router = APIRouter(tags=["memory"], route_class=ApiRoute)
 #: Matches of a search when the caller does not say (the store's bound, :data:`search.LIMIT_MAX`, is the most).
 SEARCH_LIMIT: Final = 10
 

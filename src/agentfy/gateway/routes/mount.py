@@ -7,7 +7,8 @@ comes first.
 
 Mounting refuses a route that would escape the access policy: every HTTP route must name its operation
 (``operation_id``, the key of its rule in ``agentfy.permissions.access.RULES``) and authenticate its caller
-(a ``call: Authenticated`` parameter).  WebSocket routes authenticate their messages themselves.
+(a ``call: Authenticated`` parameter), and be an :class:`~agentfy.gateway.routing.ApiRoute` (a sync endpoint
+costs one thread hop, not two).  WebSocket routes authenticate their messages themselves.
 
 The one exception, deliberate and narrow: the chat platforms' webhooks (:data:`CHANNEL_ROUTERS`), which no
 API key can reach (Telegram and Discord cannot send one).  Each of their routes must instead depend on one of
@@ -54,6 +55,7 @@ from agentfy.gateway.routes import (
     vault,
     ws,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.permissions.access import RULES
 
 ROUTERS: Final[tuple[APIRouter, ...]] = (
@@ -113,6 +115,9 @@ def register(app: FastAPI) -> frozenset[str]:
             if not _authenticates(route.dependant):
                 raise RuntimeError(f"{where} does not authenticate its caller: give it a `call: Authenticated` "
                                    "parameter")
+            if not isinstance(route, ApiRoute):
+                raise RuntimeError(f"{where} is a {type(route).__name__}: make its router with "
+                                   "route_class=agentfy.gateway.routing.ApiRoute (one thread hop per request)")
             authenticated.add(route.operation_id)
         app.include_router(router, prefix="/v1", responses={} if router in OWN_ERROR_SHAPE_ROUTERS
                            else ERROR_RESPONSES)

@@ -35,6 +35,7 @@ from agentfy.gateway.routes.schemas_admin import (
     UserIdPath,
     UserOut,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.identity import Scope, parse_id
 from agentfy.identity.roles import role_rank
 from agentfy.store.errors import NotFoundError
@@ -44,7 +45,7 @@ from agentfy.store.repos.api_keys import ApiKey, IssuedApiKey
 from agentfy.store.repos.invitations import Invitation
 from agentfy.store.repos.orgs import Member, Organization
 
-router = APIRouter(tags=["organizations"])
+router = APIRouter(tags=["organizations"], route_class=ApiRoute)
 
 
 def org_out(org: Organization) -> OrgOut:

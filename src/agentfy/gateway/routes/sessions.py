@@ -29,6 +29,7 @@ from agentfy.gateway.routes.schemas_data import (
     SessionOut,
     ToolCallOut,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.permissions.access import authorize, require_scope, scope_filter
 from agentfy.store.db import Tx
 from agentfy.store.inputs import INT64_MAX, LABEL_MAX_LENGTH, LABEL_PATTERN
@@ -36,7 +37,7 @@ from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import sessions
 from agentfy.store.repos.sessions import SESSION_KEY_MAX_LENGTH, ListedSession, Session, SessionMessage
 
-router = APIRouter(tags=["sessions"])
+router = APIRouter(tags=["sessions"], route_class=ApiRoute)
 SessionKey = Annotated[str, Path(description="The session's key (it may contain `/`; no control characters).",
                                  min_length=1, max_length=SESSION_KEY_MAX_LENGTH,
                                  json_schema_extra={"pattern": LABEL_PATTERN})]

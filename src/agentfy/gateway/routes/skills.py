@@ -13,13 +13,14 @@ from agentfy.gateway.auth import Principal
 from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.pages import Cursor, Limit, Page, paged
 from agentfy.gateway.routes.schemas_admin import SkillIdPath, SkillIn, SkillOut, SkillPatch
+from agentfy.gateway.routing import ApiRoute
 from agentfy.identity.roles import role_rank
 from agentfy.store.db import Tx
 from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import skills
 from agentfy.store.repos.skills import Skill
 
-router = APIRouter(tags=["skills"])
+router = APIRouter(tags=["skills"], route_class=ApiRoute)
 
 
 def skill_out(skill: Skill) -> SkillOut:

@@ -33,13 +33,14 @@ from agentfy.gateway.routes.schemas_tasks import (
     TaskOut,
     TaskStatus,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.identity import parse_id
 from agentfy.store.errors import NotFoundError
 from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import tasks
 from agentfy.store.repos.tasks import TeamTask, TeamTaskAttachment
 
-router = APIRouter(tags=["tasks"])
+router = APIRouter(tags=["tasks"], route_class=ApiRoute)
 StatusFilter = Annotated[TaskStatus | None, Query(description="Only the tasks in this status.")]
 
 

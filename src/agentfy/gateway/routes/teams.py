@@ -26,6 +26,7 @@ from agentfy.gateway.routes.schemas_admin import (
     TeamMemberOut,
     TeamOut,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.identity import parse_id
 from agentfy.store.db import Tx
 from agentfy.store.errors import NotFoundError
@@ -33,7 +34,7 @@ from agentfy.store.paging import DEFAULT_LIMIT
 from agentfy.store.repos import agents, teams
 from agentfy.store.repos.teams import Team, TeamApiKey, TeamMember
 
-router = APIRouter(tags=["teams"])
+router = APIRouter(tags=["teams"], route_class=ApiRoute)
 
 
 def team_out(team: Team) -> TeamOut:

@@ -23,9 +23,10 @@ from agentfy.gateway.routes.schemas import (
     Strict,
     optional_id_field,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.store.repos import telemetry
 
-router = APIRouter(tags=["usage"])
+router = APIRouter(tags=["usage"], route_class=ApiRoute)
 
 #: Most rows one answer carries (agent x day x model groups, newest day first).
 USAGE_ROWS_MAX: Final = 1000

@@ -27,6 +27,7 @@ from agentfy.gateway.routes.schemas_data import (
     VaultUploadOut,
     renamed,
 )
+from agentfy.gateway.routing import ApiRoute
 from agentfy.identity import InvalidAgentKeyError, InvalidIdError
 from agentfy.ids import id_pattern
 from agentfy.store.errors import InvalidInputError, StoreError
@@ -36,7 +37,7 @@ from agentfy.store.repos import vault
 from agentfy.store.repos._batch import PATH_MAX_LENGTH
 from agentfy.store.repos.vault import VaultDocumentInfo, VaultUpload
 
-router = APIRouter(tags=["vault"])
+router = APIRouter(tags=["vault"], route_class=ApiRoute)
 
 MAX_FILE_BYTES: Final = UPLOAD_FILE_MAX_BYTES
 MAX_REQUEST_BYTES: Final = UPLOAD_FILES_MAX_BYTES
