@@ -83,14 +83,11 @@ constraints:
 	mv constraints.txt.new constraints.txt
 	rm -rf $(CONSTRAINTS_VENV)
 
+# Every benchmark with a goal, each in its own process, then one table of every goal with its verdict
+# (`ONLY=store,runtime` for some; `python -m bench.all --list` for the order). Needs wrk (apt-get install wrk)
+# and PostgreSQL at $$AGENTFY_BENCH_PG_URL (default the local server) for the PostgreSQL rows.
 bench: $(VENV)/.installed-dev
-	$(BIN)/python -m bench.ids
-	$(BIN)/python -m bench.store
-	$(BIN)/python -m bench.router
-	$(BIN)/python -m bench.events
-	$(BIN)/python -m bench.gateway
-	$(BIN)/python -m bench.runtime
-	$(BIN)/python -m bench.api_mix
+	$(BIN)/python -m bench.all $(if $(ONLY),--only $(ONLY),)
 
 # Instruction counts (callgrind) of the store's one-per-transaction look-up vs the raw driver: a ratio that load
 # on the machine cannot move (needs valgrind: apt-get install valgrind).

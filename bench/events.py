@@ -38,6 +38,7 @@ from agentfy.store.db import Database, Tx, now
 from agentfy.store.repos import agents, orgs
 from bench.harness import Comparison, compare, header
 from bench.store import databases
+from bench.verdicts import record, report
 
 ON, OFF = BusSettings(), BusSettings(validate_ids=False)
 BATCH = 50
@@ -125,7 +126,7 @@ def run(dialect: str, db: Database) -> None:
                 baseline_label="validation off", goal=0.95),
     ]
     for result in results:
-        print(result.line())
+        report("events", result)
     # The same question measured directly, which noise in the whole-publish rates (WAL checkpoints, index
     # growth) cannot hide: what does the validation itself cost per event, as a share of a publish?
     sample = DomainEvent(id="domain-event-calm-rivers-k8m4p2d7n9x3", type="bench.happened",
@@ -139,6 +140,8 @@ def run(dialect: str, db: Database) -> None:
         share = per_check * result.baseline_rate
         print(f"{result.name}: validation alone {per_check * 1e6:.2f} us/event = {share:.2%} of a publish"
               f"  goal < 5%: {'met' if share < 0.05 else 'NOT met'}")
+        record("events", f"{result.name}: validation alone", f"{share:.2%} of a publish (goal < 5%)",
+               met=share < 0.05)
     sys.stdout.flush()
     consume(dialect, db, publisher(ON, 100))
 
@@ -200,7 +203,7 @@ def consume(dialect: str, db: Database, fill: Callable[[int], None]) -> None:
                                 "", f"raw SKIP LOCKED x{threads}" if dialect == "postgresql" else
                                 f"raw batched x{threads}", statistics.median(ours), statistics.median(raw),
                                 0.5 if dialect == "postgresql" and label == "no-op handler" else None)
-            print(result.line())
+            report("events", result)
             sys.stdout.flush()
 
 

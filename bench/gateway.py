@@ -40,6 +40,7 @@ from agentfy.store.repos import agents, api_keys, orgs
 from agentfy.store.repos.agents import Agent
 from bench.harness import header
 from bench.store import databases
+from bench.verdicts import record
 
 CONCURRENCY = 16
 ROUND_SECONDS = 3.0
@@ -185,6 +186,9 @@ def measure(dialect: str, db: Database, bare_base: str) -> None:
             verdict = f"goal >= {goal:.2f}x: {'met' if ratio >= goal else 'NOT met'}" if "route" not in name else ""
             print(f"{dialect:<10} GET /v1/agents/{name:<17} {ours_rate:>9,.0f}/s vs {bare:>9,.0f}/s (bare async "
                   f"endpoint; medians of {ROUNDS})  = {ratio:4.2f}x  {verdict}")
+            if "route" not in name:
+                record("gateway", f"{dialect} GET /v1/agents/{name}, warm", f"{ratio:.2f}x (goal {goal:.2f}x)",
+                       met=ratio >= goal)
 
         def mixed(i: int) -> tuple[str, str, dict[str, str], dict[str, str] | None]:
             mine, theirs = ((head_a, agent_b), (head_b, agent_a))[i % 2]
@@ -229,6 +233,8 @@ def measure_console(dialect: str, url: str, headers: dict[str, str]) -> None:
         print(f"{dialect:<10} GET /v1/agents/{{key}}?… console on {with_console:>9,.0f}/s vs {without:>9,.0f}/s "
               f"(console off; medians of {ROUNDS})  = {ratio:4.2f}x  goal >= {CONSOLE_GOAL:.2f}x: "
               f"{'met' if ratio >= CONSOLE_GOAL else 'NOT met'}")
+        record("gateway", f"{dialect} routed read, console on vs off", f"{ratio:.2f}x (goal {CONSOLE_GOAL:.2f}x)",
+               met=ratio >= CONSOLE_GOAL)
     finally:
         for server in servers:
             server.terminate()

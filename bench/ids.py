@@ -18,6 +18,7 @@ import uuid
 
 from agentfy.ids import format_id, is_canonical_id, is_id
 from bench.harness import compare, header
+from bench.verdicts import report
 
 
 # Every loop binds the function it measures to a local, so both sides pay the same call overhead.
@@ -109,7 +110,7 @@ def main() -> None:
                 baseline_label="1M uuid.uuid4()"),
     ]
     for result in results:
-        print(result.line())
+        report("ids", result)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from agentfy.store.db import Database
 from agentfy.store.migrate import upgrade
 from agentfy.store.repos import agents, links, orgs
 from bench.harness import header
+from bench.verdicts import record
 
 GOAL: float = 1 / 1.2
 TOOL = "mcp__weather__forecast"
@@ -111,6 +112,8 @@ def main() -> None:
     print(f"{'mcp.Client.call_tool(forecast)':<42} {sdk:>8,.0f} calls/s  ({1000 / sdk:.2f} ms/call)")
     print(f"ratio {ratio:.2f}x (time per call {1 / ratio:.2f}x the SDK's)  goal >= {GOAL:.2f}x: "
           f"{'met' if ratio >= GOAL else 'NOT met'}")
+    record("mcp", "run_tool(mcp__weather__forecast) vs Client.call_tool", f"{ratio:.2f}x (goal {GOAL:.2f}x)",
+           met=ratio >= GOAL)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from agentfy.store.db import Database
 from agentfy.store.migrate import upgrade
 from agentfy.store.repos import agents, orgs
 from bench.harness import compare, header
+from bench.verdicts import report
 
 AGENTS = 1000
 
@@ -71,7 +72,7 @@ def main() -> None:
                     baseline_label="uncached store look-up"),
         ]
         for result in results:
-            print(result.line())
+            report("router", result)
         db.dispose()
 
 

@@ -42,6 +42,7 @@ from agentfy.store.repos import agents, cron, orgs
 from agentfy.store.repos.cron import Claim, CronRun
 from bench.harness import Comparison, header
 from bench.postgres import scratch_database, server_problem
+from bench.verdicts import report
 
 JOBS = 2000
 BATCH = 20
@@ -163,7 +164,7 @@ def run(url: str) -> None:
             raw.close()
             result = Comparison(f"postgresql: {label}", "Scheduler.tick", "raw SKIP LOCKED loop",
                                 statistics.median(sides["ours"]), statistics.median(sides["raw"]), goal)
-            print(result.line())
+            report("scheduler", result)
             sys.stdout.flush()
     finally:
         db.dispose()

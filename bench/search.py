@@ -49,6 +49,7 @@ from agentfy.store.repos import agents, memory, orgs, search, vectors
 from agentfy.store.repos.memory import MemoryDocumentInput
 from bench.harness import header
 from bench.postgres import scratch_database, server_problem
+from bench.verdicts import record
 
 TENANTS = 10
 SCOPES = 10
@@ -201,8 +202,12 @@ def measure(dialect: str, db: Database, documents: int) -> None:
         ratio = figures["ours"] / figures["raw"]
         print(f"  {stat}: ours {figures['ours']:.2f} ms vs raw {figures['raw']:.2f} ms = {ratio:.2f}x  "
               f"goal <= {RATIO_GOAL}x: {'met' if ratio <= RATIO_GOAL else 'NOT met'}")
+        record("search", f"{label}, {stat}", f"{ratio:.2f}x the raw query (goal <= {RATIO_GOAL}x)",
+               met=ratio <= RATIO_GOAL)
     if dialect == "postgresql":
         print(f"  p99 goal < {PG_P99_GOAL_MS:.0f} ms: {'met' if p99['ours'] < PG_P99_GOAL_MS else 'NOT met'}")
+        record("search", f"{label}, p99", f"{p99['ours']:.2f} ms (goal < {PG_P99_GOAL_MS:.0f} ms)",
+               met=p99["ours"] < PG_P99_GOAL_MS)
 
 
 def vector_of(text: str) -> list[float]:
