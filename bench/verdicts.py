@@ -58,6 +58,8 @@ GOALS: tuple[Goal, ...] = (
          "within 1.5x (p50, p99); p99 < 20 ms on PostgreSQL", "bench.search"),
     Goal("streaming", "OpenAI endpoint streaming, first token", "the upstream's own first token",
          "overhead p99 < 5 ms", "bench.openai_latency"),
+    Goal("changefeed", "the change feed on PostgreSQL", "(a latency)", "commit -> another process's cache p99 < 50 ms",
+         "bench.changefeed"),
     Goal("ids", "format_id, is_id, is_canonical_id", "uuid.uuid4(), uuid.UUID(str)", ">= 2x mint, >= 2.5x check",
          "bench.ids"),
     Goal("router", "router get by key and by ID", "a dict look-up d[(tenant, value)]", ">= 0.5x", "bench.router"),

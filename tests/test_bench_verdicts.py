@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from bench.harness import Comparison
 from bench.verdicts import GOALS, VERDICTS_FILE, read, record, record_comparison, summary
 
