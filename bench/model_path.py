@@ -56,7 +56,7 @@ TURNS_PER_CHAT = 10
 GOAL_MS = 5.0
 TIMEOUT_SECONDS = 30.0
 #: A loaded machine may take long to import and start a server.
-START_SECONDS = 120.0
+START_SECONDS = 300.0
 #: What the fake model says (:data:`bench.fake_openai.REPLY_PIECES` joined).
 REPLY = "The answer is forty-two."
 
