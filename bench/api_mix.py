@@ -87,6 +87,8 @@ LISTED_MESSAGES = 20
 #: open can wait on SQLite's write lock while later requests are answered.
 MIX_POOL = 3000
 ROUTE_POOL = 8000
+#: A loaded machine may take long to import and start a server.
+START_SECONDS = 300.0
 _OPEN_MANY = ("INSERT INTO sessions (tenant_id, session_key, agent_id, user_id, status, compaction_count, created_at) "
               "VALUES (:tenant_id, :session_key, :agent_id, :user_id, 'open', 0, :created_at)")
 
@@ -438,10 +440,11 @@ def measure(dialect: str, db: Database, work: Path) -> None:
     ours = start("agentfy.gateway.server:app_from_env", ours_port,
                  {"AGENTFY_DATABASE_URL": url, "AGENTFY_SIGNING_KEY": SIGNING_KEY,
                   "AGENTFY_SERVE_EVENT_WORKERS": "false", "AGENTFY_WORKSPACE_ROOT": str(work / "workspaces")},
-                 os.getcwd(), factory=True)
+                 os.getcwd(), factory=True, ready_seconds=START_SECONDS)
     bare = start("bare_mix:app", bare_port, {"PYTHONPATH": str(work), "BARE_DB": bare_db,
                                              "BARE_TOKEN": seeded.token, "BARE_TENANT": seeded.tenant_id,
-                                             "BARE_USER": seeded.user_id}, str(work), factory=False)
+                                             "BARE_USER": seeded.user_id}, str(work), factory=False,
+                 ready_seconds=START_SECONDS)
     script = work / "mix.lua"
     try:
         ours_base, bare_base = f"http://127.0.0.1:{ours_port}", f"http://127.0.0.1:{bare_port}"
