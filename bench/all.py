@@ -24,7 +24,7 @@ from bench.verdicts import VERDICTS_FILE, read, summary
 
 #: The modules ``make bench`` runs, in order: the quick ones first, the ones that load large data sets last.
 MODULES: tuple[str, ...] = (
-    "ids", "store", "router", "events", "gateway", "runtime", "api_mix", "openai_rate",
+    "ids", "store", "router", "events", "gateway", "runtime", "api_mix", "model_path", "openai_rate",
     "openai_latency", "scheduler", "mcp_calls", "changefeed", "search",
 )
 

@@ -39,6 +39,7 @@ alternating rounds (ours, bare, swapped every round): requests per second and wr
 
 from __future__ import annotations
 
+import asyncio
 import cProfile
 import os
 import pstats
@@ -57,6 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import httpx
 from fastapi.testclient import TestClient
 
@@ -85,6 +87,8 @@ LISTED_MESSAGES = 20
 #: open can wait on SQLite's write lock while later requests are answered.
 MIX_POOL = 3000
 ROUTE_POOL = 8000
+#: A loaded machine may take long to import and start a server.
+START_SECONDS = 300.0
 _OPEN_MANY = ("INSERT INTO sessions (tenant_id, session_key, agent_id, user_id, status, compaction_count, created_at) "
               "VALUES (:tenant_id, :session_key, :agent_id, :user_id, 'open', 0, :created_at)")
 
@@ -436,10 +440,11 @@ def measure(dialect: str, db: Database, work: Path) -> None:
     ours = start("agentfy.gateway.server:app_from_env", ours_port,
                  {"AGENTFY_DATABASE_URL": url, "AGENTFY_SIGNING_KEY": SIGNING_KEY,
                   "AGENTFY_SERVE_EVENT_WORKERS": "false", "AGENTFY_WORKSPACE_ROOT": str(work / "workspaces")},
-                 os.getcwd(), factory=True)
+                 os.getcwd(), factory=True, ready_seconds=START_SECONDS)
     bare = start("bare_mix:app", bare_port, {"PYTHONPATH": str(work), "BARE_DB": bare_db,
                                              "BARE_TOKEN": seeded.token, "BARE_TENANT": seeded.tenant_id,
-                                             "BARE_USER": seeded.user_id}, str(work), factory=False)
+                                             "BARE_USER": seeded.user_id}, str(work), factory=False,
+                 ready_seconds=START_SECONDS)
     script = work / "mix.lua"
     try:
         ours_base, bare_base = f"http://127.0.0.1:{ours_port}", f"http://127.0.0.1:{bare_port}"
@@ -470,10 +475,28 @@ def measure(dialect: str, db: Database, work: Path) -> None:
 # -- queries and transactions per request, and a profile, in process ------------------------------------------
 @contextmanager
 def counting() -> Iterator[Counter[str]]:
-    """Counts transactions (``tx``, ``write tx``) and statements (``sql``) made anywhere in this process."""
+    """Counts transactions (``tx``, ``write tx``), statements (``sql``), savepoints (``savepoint``: two
+    statements each, SAVEPOINT and RELEASE) and worker-thread hops (``hops``: ``asyncio.to_thread`` and anyio's
+    ``to_thread.run_sync``, which FastAPI's thread pool uses) made anywhere in this process."""
     counts: Counter[str] = Counter()
     lock = threading.Lock()
     transaction, execute, executemany = Database.transaction, Tx.execute, Tx.executemany
+    savepoint, to_thread, run_sync = Tx.savepoint, asyncio.to_thread, anyio.to_thread.run_sync
+
+    def counted_savepoint(self: Tx) -> Any:
+        with lock:
+            counts["savepoint"] += 1
+        return savepoint(self)
+
+    def counted_to_thread(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            counts["hops"] += 1
+        return to_thread(*args, **kwargs)
+
+    def counted_run_sync(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            counts["hops"] += 1
+        return run_sync(*args, **kwargs)
 
     def counted_transaction(self: Database, *, write: bool = True) -> Tx:
         with lock:
@@ -496,12 +519,18 @@ def counting() -> Iterator[Counter[str]]:
     setattr(Database, "transaction", counted_transaction)  # noqa: B010 - the benchmark's instrument, undone below
     setattr(Tx, "execute", counted_execute)  # noqa: B010
     setattr(Tx, "executemany", counted_many)  # noqa: B010
+    setattr(Tx, "savepoint", counted_savepoint)  # noqa: B010
+    setattr(asyncio, "to_thread", counted_to_thread)  # noqa: B010
+    setattr(anyio.to_thread, "run_sync", counted_run_sync)  # noqa: B010
     try:
         yield counts
     finally:
         setattr(Database, "transaction", transaction)  # noqa: B010
         setattr(Tx, "execute", execute)  # noqa: B010
         setattr(Tx, "executemany", executemany)  # noqa: B010
+        setattr(Tx, "savepoint", savepoint)  # noqa: B010
+        setattr(asyncio, "to_thread", to_thread)  # noqa: B010
+        setattr(anyio.to_thread, "run_sync", run_sync)  # noqa: B010
 
 
 def requests_of(seeded: Seeded, nonce: str, number: int) -> dict[str, tuple[str, str, dict[str, Any] | None]]:
@@ -546,8 +575,9 @@ def counts(dialect: str, db: Database) -> None:
             reads = counted["tx"] - counted["write tx"]
             verbs = ", ".join(f"{counted[verb]} {verb}" for verb in ("SELECT", "INSERT", "UPDATE", "DELETE")
                               if counted[verb])
+            savepoints = f", {counted['savepoint']} savepoint" if counted["savepoint"] else ""
             print(f"{dialect:<10} {kind:<9} {counted['tx']} transactions ({counted['write tx']} write, {reads} read), "
-                  f"{counted['sql']} statements ({verbs or 'none'})")
+                  f"{counted['sql']} statements ({verbs or 'none'}){savepoints}, {counted['hops']} thread hops")
 
 
 def profile(dialect: str, db: Database, kind: str, n: int = 2000) -> None:

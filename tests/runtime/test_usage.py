@@ -10,12 +10,12 @@ from typer.testing import CliRunner
 from agentfy.cli import app
 from agentfy.permissions.channels import telegram_context
 from agentfy.runtime import usage
-from agentfy.runtime.model import ModelResponse, Usage
+from agentfy.runtime.model import ModelError, ModelRequest, ModelResponse, TextSink, ToolCall, Usage
 from agentfy.runtime.offline import OfflineProvider
 from agentfy.runtime.openai_compat import parse_response, parse_usage
 from agentfy.runtime.runner import Runtime
-from agentfy.store.db import Database, now
-from agentfy.store.repos import telemetry
+from agentfy.store.db import Database, Tx, now
+from agentfy.store.repos import sessions, telemetry
 from tests.helpers.tenants import Tenant
 from tests.runtime.helpers import inbound, send
 
@@ -50,6 +50,65 @@ def test_a_failed_usage_write_is_logged_and_the_run_goes_on(db: Database, runtim
     assert "runtime.usage_not_recorded" in caplog.text
     with db.transaction(write=False) as tx:
         assert telemetry.usage_by_agent_day(tx, acme.scope) == []
+
+
+def _session_texts(db: Database, tenant: Tenant) -> list[tuple[str, str]]:
+    with db.transaction(write=False) as tx:
+        [session] = tx.all("SELECT session_key FROM sessions WHERE tenant_id = :tenant_id",
+                           {"tenant_id": tenant.id})
+        return [(m.role, m.content) for m in sessions.list_messages(tx, tenant.scope, str(session[0]))]
+
+
+def test_a_usage_write_failing_in_the_database_keeps_the_reply(db: Database, runtime: Runtime, acme: Tenant,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    """The usage row goes in the reply's transaction under a savepoint: a statement that fails there (on
+    PostgreSQL it would abort the whole transaction without one) is rolled back alone, logged, and the reply
+    is committed."""
+    def failing(tx: Tx, row: object) -> None:
+        tx.execute("INSERT INTO usage_snapshots (id) VALUES (NULL)")
+
+    monkeypatch.setattr(telemetry, "record_usage", failing)
+    reply = send(runtime, _message(acme))  # type: ignore[arg-type]
+    assert reply.text == "@bot heard: hello"
+    assert "runtime.usage_not_recorded" in caplog.text
+    assert _session_texts(db, acme) == [("user", "hello"), ("assistant", "@bot heard: hello")]
+    with db.transaction(write=False) as tx:
+        assert telemetry.usage_by_agent_day(tx, acme.scope) == []
+
+
+def test_every_call_of_a_run_with_tools_has_its_row(db: Database, runtime: Runtime, acme: Tenant) -> None:
+    """One row per model call: the tool round's goes with the round's messages, the last with the reply."""
+    runtime.providers.offline = OfflineProvider([
+        ModelResponse(tool_calls=(ToolCall("c1", "search_memory", {"query": "notes"}),), usage=Usage(10, 1)),
+        ModelResponse(text="found nothing", usage=Usage(20, 2))])
+    assert send(runtime, _message(acme)).text == "found nothing"  # type: ignore[arg-type]
+    with db.transaction(write=False) as tx:
+        [row] = telemetry.usage_by_agent_day(tx, acme.scope)
+    assert (row.input_tokens, row.output_tokens) == (30, 3)
+    assert [role for role, _ in _session_texts(db, acme)] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_a_call_with_no_reply_and_a_call_before_a_failure_are_recorded(db: Database, runtime: Runtime,
+                                                                      acme: Tenant) -> None:
+    """Usage no later write takes — a run that said nothing, a run whose model failed after a tool round — is
+    still written, on its own."""
+    runtime.providers.offline = OfflineProvider([ModelResponse(text=None, usage=Usage(7, 0))])
+    assert send(runtime, _message(acme)).text is None  # type: ignore[arg-type]
+
+    class FailsSecond(OfflineProvider):
+        async def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelResponse:
+            if not self.script:
+                raise ModelError("the model at http://model.test is unreachable")
+            return await super().complete(request, on_text=on_text)
+
+    runtime.providers.offline = FailsSecond([
+        ModelResponse(tool_calls=(ToolCall("c1", "search_memory", {"query": "notes"}),), usage=Usage(5, 1))])
+    with pytest.raises(ModelError):
+        send(runtime, _message(acme, "again"))  # type: ignore[arg-type]
+    with db.transaction(write=False) as tx:
+        [row] = telemetry.usage_by_agent_day(tx, acme.scope)
+    assert (row.input_tokens, row.output_tokens) == (12, 1)
 
 
 def test_usage_is_recorded_for_the_runs_tenant_only(db: Database, runtime: Runtime, acme: Tenant,

@@ -94,13 +94,19 @@ def open_or_resume(tx: Tx, scope: Scope, agent: Agent, scope_user_id: str | None
         generation += 1
 
 
-def history(tx: Tx, scope: Scope, session_key: str) -> list[SessionMessage]:
+def history(tx: Tx, scope: Scope, session: Session | str) -> list[SessionMessage]:
     """The messages the model is shown: from the latest compaction summary on (the newest
-    :data:`HISTORY_LIMIT` messages at most)."""
-    messages = sessions.list_messages(tx, scope, session_key, limit=HISTORY_LIMIT)
+    :data:`HISTORY_LIMIT` messages at most).  ``session``: its record, read or opened in ``tx`` (a run's: it
+    is not read again), or its key."""
+    def page(after_seq: int) -> list[SessionMessage]:
+        if isinstance(session, Session):
+            return sessions.session_history(tx, scope, session, after_seq=after_seq, limit=HISTORY_LIMIT)
+        return sessions.list_messages(tx, scope, session, after_seq=after_seq, limit=HISTORY_LIMIT)
+
+    messages = page(0)
     if len(messages) == HISTORY_LIMIT:  # long session: page to its end
         while True:
-            more = sessions.list_messages(tx, scope, session_key, after_seq=messages[-1].seq, limit=HISTORY_LIMIT)
+            more = page(messages[-1].seq)
             if not more:
                 break
             messages = (messages + more)[-HISTORY_LIMIT:]

@@ -5,7 +5,8 @@ For each turn, in the transaction that opens it (:meth:`agentfy.runtime.runner.R
 message's words are looked up in the SCOPE's memory documents and episodic summaries (the engines' full-text
 search, :mod:`agentfy.store.repos.search`, any word, best first) and in its knowledge graph (entities named by
 the message and their relations, :mod:`agentfy.store.repos.knowledge_search`).  Only the run's tenant, agent
-and SCOPE are read — a group's memory in the group, a person's in their DM — so nothing needs a grant.
+and SCOPE are read — a group's memory in the group, a person's in their DM — so nothing needs a grant.  The
+run's agent is passed as its record, resolved in the tenant already, so neither search reads it again.
 
 Why below the boundary: what is recalled changes with every message, and the prefix above the boundary must
 stay byte-identical from turn to turn for the provider's prompt cache to hold.  The block is bounded by
@@ -55,9 +56,9 @@ def recall(tx: Tx, scope: Scope, agent: Agent, user_id: str | None, text: str, *
     if budget_tokens <= 0 or not words:
         return ""
     question = " ".join(words)
-    hits = search.search(tx, scope, agent_id=agent.id, user_id=user_id or None, query=question,
+    hits = search.search(tx, scope, agent_id=agent, user_id=user_id or None, query=question,
                          kinds=search.MEMORY_KINDS, limit=HITS_MAX, any_word=True, vector=vector)
-    known = knowledge_search.find(tx, scope, agent.id, user_id=user_id or "", question=question, limit=HITS_MAX)
+    known = knowledge_search.find(tx, scope, agent, user_id=user_id or "", question=question, limit=HITS_MAX)
     lines = [f"- [{hit.kind}] {hit.title}: {' '.join(hit.snippet.split())}" for hit in hits]
     lines += [f"- [knowledge] {line}" for line in knowledge_search.describe(known)]
     kept: list[str] = []

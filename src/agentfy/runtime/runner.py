@@ -15,18 +15,20 @@
 5. near the context window the memory flush compacts first (:mod:`agentfy.runtime.flush`);
 6. the model (:mod:`agentfy.runtime.providers`) answers; requested tools run behind the permission policy
    (:mod:`agentfy.runtime.tools`), at most ``max_tool_rounds`` rounds; each call's tokens are recorded
-   (:mod:`agentfy.runtime.usage`: one ``usage_snapshots`` row per call, a failed write never fails the run);
+   (:mod:`agentfy.runtime.usage`: one ``usage_snapshots`` row per call, written with the run's next write
+   under a savepoint, so a failed usage write never fails the run nor loses what it was written with);
    a round that called tools is stored as structures once all its tools ran — the assistant message with its
    ``tool_calls`` and one ``tool`` message per result (``tool_call_id``) — in one transaction, so the session
    never holds a call without its results, and a later failure keeps the whole rounds already stored (they
    are valid history, replayed by :mod:`agentfy.runtime.prompting`);
-7. the reply is stored as the assistant message and returned; run events go to the tenant's WebSocket
-   subscribers (:mod:`agentfy.runtime.events`).
+7. the reply is stored as the assistant message, with the last call's usage row, and returned; run events go
+   to the tenant's WebSocket subscribers (:mod:`agentfy.runtime.events`).
 
-Database work runs in worker threads (the context travels with it); the model call runs on the event loop with
-no transaction open.  Subagents and delegated tasks run in the background; their results are announced back
-into the conversation through :mod:`agentfy.permissions.propagation` and handed to ``outbound`` (a channel
-sends them to the chat).
+Database work runs in worker threads (the context travels with it), one hop per transaction: a run without
+tools makes two — the turn's opening transaction (step 4, the agent's MCP server records included) and the
+reply's; the model call, and the MCP servers' listing, run on the event loop with no transaction open.
+Subagents and delegated tasks run in the background; their results are announced back into the conversation
+through :mod:`agentfy.permissions.propagation` and handed to ``outbound`` (a channel sends them to the chat).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,7 +77,7 @@ from agentfy.runtime.events import (
 from agentfy.runtime.flush import flush
 from agentfy.runtime.inbound import EMPTY_TEXT_PROBLEM, Inbound, Reply, has_visible_text
 from agentfy.runtime.locks import ConversationLocks
-from agentfy.runtime.mcp.offer import McpTools
+from agentfy.runtime.mcp.offer import McpServers, McpTools
 from agentfy.runtime.model import (
     ChatMessage,
     ModelProvider,
@@ -95,6 +97,7 @@ from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.sessions import MESSAGE_MAX_LENGTH, Session
 from agentfy.store.repos.skills import Skill
 from agentfy.store.repos.tasks import TeamTask
+from agentfy.store.repos.telemetry import UsageRecord
 from agentfy.store.repos.vectors import QueryVector
 
 logger: Final = logging.getLogger("agentfy.runtime")
@@ -117,6 +120,10 @@ class _Turn:
     skills: tuple[Skill, ...] = ()
     #: What was recalled for the message (below the cache boundary; :mod:`agentfy.runtime.recall`).
     recalled: str = ""
+    #: The agent's MCP servers, read with the turn (listed on the event loop, :mod:`agentfy.runtime.mcp`).
+    servers: McpServers = ()
+    #: Usage rows of model calls not yet written: they go with the run's next write (:mod:`agentfy.runtime.usage`).
+    unrecorded: list[UsageRecord] = field(default_factory=list)
 
 
 class Runtime:
@@ -213,19 +220,24 @@ class Runtime:
             with traced:
                 text, used = await self._converse(inbound, agent, context, turn, run_id, on_text=on_text)
                 if text is not None:
-                    await asyncio.to_thread(self._store, agent, turn.session.session_key, "assistant", text, None)
+                    await asyncio.to_thread(self._reply, agent, turn, text, list(turn.unrecorded))
+                    turn.unrecorded.clear()
                     emit(self.events, REPLIED, agent, turn.tenant_slug, {"id": run_id})
         finally:
+            if turn.unrecorded:  # no write took them (no reply, or the run failed after a call): on their own
+                await asyncio.to_thread(usage.record_rows, self.db, list(turn.unrecorded))
             emit(self.events, RUN_FINISHED, agent, turn.tenant_slug, {"id": run_id})
         return Reply(text=text, session_key=turn.session.session_key, usage=used)
 
     def _begin(self, agent: Agent, context: RequestContext, base_key: str, inbound: Inbound,
                vector: QueryVector | None = None) -> _Turn:
         """Worker thread: the session (picked or opened), the history (flushed to memory first when it nears
-        the context window), the model, and the user message stored as the ACTOR's.
+        the context window), the model, the agent's MCP server records, and the user message stored as the
+        ACTOR's.
 
         Without a flush this is one transaction (one commit before the model is called: the first token
-        waits for it); a flush writes memory in its own transactions, so the message is stored after it."""
+        waits for it; the message is kept whatever the model does); a flush writes memory in its own
+        transactions, so the message is stored after it."""
         scope = Scope(agent.tenant_id)
         settings = ModelSettings.of(agent)
         text = inbound.text
@@ -234,10 +246,11 @@ class Runtime:
             session = conversation.open_or_resume(tx, scope, agent, context.user_id, base_key,
                                                   channel=inbound.channel, conversation=inbound.conversation)
             provider = self.providers.for_agent(tx, scope, agent, settings)
-            history = conversation.history(tx, scope, session.session_key)
+            history = conversation.history(tx, scope, session)
             listed = tuple(skills.list_skills(tx, scope, limit=prompting.SKILLS_IN_PROMPT))
             recalled = recall.recall(tx, scope, agent, context.user_id, text, budget_tokens=self.settings.recall_tokens,
                                      vector=vector)
+            servers = self.mcp.servers_in(tx, agent)
             prompt = prompting.system_prompt(agent, slug, self.workspace_root, session.session_key, skills=listed,
                                              recalled=recalled)
             shown = [*prompting.model_history(history), ChatMessage("user", text)]
@@ -251,7 +264,7 @@ class Runtime:
                 history = conversation.history(tx, scope, session.session_key)
             shown = [*prompting.model_history(history), ChatMessage("user", text)]
             self._store(agent, session.session_key, "user", text, context.actor_id)
-        return _Turn(session, provider, settings, slug, shown, listed, recalled)
+        return _Turn(session, provider, settings, slug, shown, listed, recalled, servers)
 
     def _slug(self, tx: Tx, scope: Scope) -> str:
         """The tenant's slug (for the prompt, paths and events), cached: a slug never changes."""
@@ -268,7 +281,7 @@ class Runtime:
         :class:`~agentfy.runtime.inbound.Reply`) — and the run's summed usage."""
         env = ToolEnv(self.db, agent, turn.tenant_slug, self.workspace_root, context, inbound.channel,
                       inbound.conversation, self, inbound.depth, self.embedder)
-        offered = await self.mcp.for_run(self.db, agent, TOOLS)
+        offered = await self.mcp.offer(agent, turn.servers, TOOLS)
         specs = [tool.spec for tool in offered.tools.values()]
         messages = turn.messages
         shown = _Shown(self.events, agent, turn.tenant_slug, run_id, scope_user_id=context.user_id,
@@ -281,7 +294,7 @@ class Runtime:
                                                     on_text=shown.piece)
             if response.usage is not None:
                 used = usage.add(used, response.usage)
-                await self._count(agent, turn, response.usage, run_id)
+                self._count(agent, turn, response.usage, run_id)
             await shown.end_round(response.text)
             if not response.tool_calls:
                 return shown.text(), used
@@ -291,25 +304,35 @@ class Runtime:
                 emit(self.events, TOOL_CALLED, agent, turn.tenant_slug, {"id": run_id, "tool": call.name})
                 result = await run_tool(env, call, offered.tools)
                 results.append(ChatMessage("tool", result[:MESSAGE_MAX_LENGTH], tool_call_id=call.id))
-            await asyncio.to_thread(self._store_round, agent, turn.session.session_key, called, results)
+            await asyncio.to_thread(self._store_round, agent, turn.session.session_key, called, results,
+                                    list(turn.unrecorded))
+            turn.unrecorded.clear()
             messages.extend((called, *results))
         await shown.end_round(f"(stopped after {self.settings.max_tool_rounds} rounds of tool calls)")
         return shown.text(), used
 
-    async def _count(self, agent: Agent, turn: _Turn, used: Usage, run_id: str) -> None:
-        """Count the call's tokens and record its usage row (a failed write is logged, the run goes on)."""
+    def _count(self, agent: Agent, turn: _Turn, used: Usage, run_id: str) -> None:
+        """Count the call's tokens, and keep its usage row for the run's next write (see :mod:`usage`)."""
         self.tokens.add(turn.settings.provider, used)
         model = turn.settings.model or turn.settings.provider
-        await asyncio.to_thread(usage.record, self.db, agent, provider=turn.settings.provider, model=model,
-                                usage=used, run_id=run_id, session_key=turn.session.session_key)
+        turn.unrecorded.append(usage.row(agent, provider=turn.settings.provider, model=model, usage=used,
+                                         run_id=run_id, session_key=turn.session.session_key))
 
     def _store(self, agent: Agent, session_key: str, role: str, text: str, sender_id: str | None) -> None:
         with self.db.transaction() as tx:
             sessions.append_message(tx, Scope(agent.tenant_id), session_key, role, text, sender_id=sender_id)
 
-    def _store_round(self, agent: Agent, session_key: str, called: ChatMessage, results: list[ChatMessage]) -> None:
+    def _reply(self, agent: Agent, turn: _Turn, text: str, used: Sequence[UsageRecord] = ()) -> None:
+        """Worker thread: the reply and the usage rows not yet written, in one transaction; the rows under a
+        savepoint (:func:`usage.record_in`), so a failed usage write is logged and the reply still committed."""
+        with self.db.transaction() as tx:
+            sessions.append_message(tx, Scope(agent.tenant_id), turn.session.session_key, "assistant", text)
+            usage.record_in(tx, used)
+
+    def _store_round(self, agent: Agent, session_key: str, called: ChatMessage, results: list[ChatMessage],
+                     used: Sequence[UsageRecord] = ()) -> None:
         """Worker thread: one round of tool use — the assistant message with its calls and every result — in
-        one transaction (all of it is stored, or none)."""
+        one transaction (all of it is stored, or none), with the usage rows not yet written (as :meth:`_reply`)."""
         scope = Scope(agent.tenant_id)
         with self.db.transaction() as tx:
             sessions.append_message(tx, scope, session_key, "assistant", called.content,
@@ -317,6 +340,7 @@ class Runtime:
             for result in results:
                 sessions.append_message(tx, scope, session_key, "tool", result.content,
                                         tool_call_id=result.tool_call_id)
+            usage.record_in(tx, used)
 
     # -- ending a conversation --------------------------------------------------------------------------------
     async def end_conversation(self, inbound: Inbound) -> Session | None:

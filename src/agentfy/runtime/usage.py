@@ -1,9 +1,11 @@
 """What each model call costs: one ``usage_snapshots`` row per call, and this process's token counters.
 
-A run calls the model once per round of tool calls; after each call with reported usage the runtime records a
-row (tenant, the agent's real ID, the model, the provider, the run and its session, prompt/completion/cached
-tokens) in its own short transaction, right after the call (the model call runs with no transaction open).
-Recording is bookkeeping, never part of the answer: a failed write is logged and the run goes on.
+A run calls the model once per round of tool calls; each call with reported usage gives one row (tenant, the
+agent's real ID, the model, the provider, the run and its session, prompt/completion/cached tokens,
+:func:`row`).  The runtime writes it with the run's next write — the round's tool messages, or the reply — in
+that transaction (:func:`record_in`), not in one of its own: the model call runs with no transaction open, and
+one commit after it is cheaper than two.  Recording is bookkeeping, never part of the answer: the rows are
+written under a savepoint, so a failed write is rolled back alone, logged, and the reply is still committed.
 
 :class:`TokenCounters` are the totals ``/metrics`` exports (``agentfy_model_tokens``), labelled by provider
 and kind only.  Not by tenant or agent: those are unbounded (every organization and agent would be new
@@ -15,10 +17,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from typing import Final, Literal
 
 from agentfy.runtime.model import Usage
-from agentfy.store.db import Database
+from agentfy.store.db import Database, Tx
 from agentfy.store.repos import telemetry
 from agentfy.store.repos.agents import Agent
 
@@ -51,21 +54,48 @@ class TokenCounters:
             return dict(self._totals)
 
 
-def record(db: Database, agent: Agent, *, provider: str, model: str, usage: Usage, run_id: str,
-           session_key: str | None) -> bool:
-    """Store one call's usage for ``agent`` (its tenant and ID); ``False`` (and a log line) when the write
-    failed — the caller's run goes on."""
-    row = telemetry.UsageRecord(model=model, input_tokens=usage.prompt_tokens,
-                                output_tokens=usage.completion_tokens, cached_tokens=usage.cached_tokens,
-                                tenant_id=agent.tenant_id, agent_id=agent.id, provider=provider, run_id=run_id,
-                                session_key=session_key)
+def row(agent: Agent, *, provider: str, model: str, usage: Usage, run_id: str,
+        session_key: str | None) -> telemetry.UsageRecord:
+    """One call's usage row for ``agent`` (its tenant and ID)."""
+    return telemetry.UsageRecord(model=model, input_tokens=usage.prompt_tokens,
+                                 output_tokens=usage.completion_tokens, cached_tokens=usage.cached_tokens,
+                                 tenant_id=agent.tenant_id, agent_id=agent.id, provider=provider, run_id=run_id,
+                                 session_key=session_key)
+
+
+def record_in(tx: Tx, rows: Sequence[telemetry.UsageRecord]) -> bool:
+    """Write ``rows`` in ``tx`` under a savepoint: ``False`` (and a log line) when the write failed, and then
+    none of them is written while the rest of ``tx`` stands — the caller's transaction goes on and commits."""
+    if not rows:
+        return True
     try:
-        with db.transaction() as tx:
-            telemetry.record_usage(tx, row)
+        with tx.savepoint():
+            for each in rows:
+                telemetry.record_usage(tx, each)
     except Exception:
-        logger.exception("runtime.usage_not_recorded", extra={"agent_id": agent.id, "run_id": run_id})
+        logger.exception("runtime.usage_not_recorded", extra={"agent_id": rows[0].agent_id,
+                                                              "run_id": rows[0].run_id})
         return False
     return True
+
+
+def record(db: Database, agent: Agent, *, provider: str, model: str, usage: Usage, run_id: str,
+           session_key: str | None) -> bool:
+    """Store one call's usage for ``agent`` in a transaction of its own (a call with no write after it: an
+    embedding); ``False`` (and a log line) when the write failed — the caller goes on."""
+    return record_rows(db, [row(agent, provider=provider, model=model, usage=usage, run_id=run_id,
+                                session_key=session_key)])
+
+
+def record_rows(db: Database, rows: Sequence[telemetry.UsageRecord]) -> bool:
+    """:func:`record_in` in a transaction of its own (rows no later write took); a failure to begin or commit
+    is logged like a failed write."""
+    try:
+        with db.transaction() as tx:
+            return record_in(tx, rows)
+    except Exception:
+        logger.exception("runtime.usage_not_recorded", extra={"agent_id": rows[0].agent_id if rows else None})
+        return False
 
 
 def add(total: Usage | None, more: Usage) -> Usage:

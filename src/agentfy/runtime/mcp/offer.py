@@ -1,11 +1,14 @@
 """An agent's MCP tools for one run, and one server's status for the admin API.
 
-For a run (:meth:`McpTools.for_run`): the agent's server records are read in a worker thread (the agent's
-tenant, the agent's ID: another organization's agent of the same key has other rows, and never these), each
-checked by :func:`~agentfy.runtime.mcp.servers.parse_target` — a record that no longer passes (a command
-since removed from ``mcp.allowed_commands``) is skipped with a log line — and given its credential header.
-Every server is then listed at once, each within ``mcp.connect_timeout_seconds``; each tool becomes a
-:class:`~agentfy.runtime.tools.Tool` named ``mcp__<server>__<tool>`` (:mod:`agentfy.runtime.mcp.naming`) with
+For a run: the agent's server records are read in the run's opening transaction (:meth:`McpTools.servers_in`,
+in the runtime's worker thread with the rest of the turn, so an agent with no servers costs one query and no
+hop of its own; :meth:`McpTools.for_run` reads them in a transaction of its own) — the agent's tenant, the
+agent's ID: another organization's agent of the same key has other rows, and never these — each checked by
+:func:`~agentfy.runtime.mcp.servers.parse_target` — a record that no longer passes (a command since removed
+from ``mcp.allowed_commands``) is skipped with a log line — and given its credential header.  Every server is
+then listed at once, on the event loop with no transaction open (:meth:`McpTools.offer`), each within
+``mcp.connect_timeout_seconds``; each tool becomes a :class:`~agentfy.runtime.tools.Tool` named
+``mcp__<server>__<tool>`` (:mod:`agentfy.runtime.mcp.naming`) with
 the server's own input schema.  A server that cannot be reached, or whose credential is missing, offers no
 tools in that run, and the run's system prompt says so (:attr:`RunTools.note`): the run goes on.
 
@@ -92,6 +95,10 @@ class _Reachable:
         return ServerKey(self.record.tenant_id, self.record.id)
 
 
+#: An agent's servers as a run found them (:meth:`McpTools.servers_in`): opaque to the runtime.
+McpServers = tuple[_Reachable, ...]
+
+
 def _parameters(tool: McpTool) -> dict[str, Any] | None:
     """The tool's input schema as a model's tool parameters (an object schema), or ``None`` if it is none."""
     schema = dict(tool.input_schema) if isinstance(tool.input_schema, Mapping) else {}
@@ -120,7 +127,18 @@ class McpTools:
     # -- a run --------------------------------------------------------------------------------------------
     async def for_run(self, db: Database, agent: Agent, builtin: Mapping[str, Tool]) -> RunTools:
         """``builtin`` and the agent's MCP tools, and the note on servers unavailable in this run."""
-        servers = await asyncio.to_thread(self._servers_of, db, agent)
+        return await self.offer(agent, await asyncio.to_thread(self._servers_of, db, agent), builtin)
+
+    def servers_in(self, tx: Tx, agent: Agent) -> McpServers:
+        """The agent's servers a run can try, read in ``tx`` (the run's own transaction, in its worker thread):
+        hand them to :meth:`offer` once the transaction is over."""
+        scope = Scope(agent.tenant_id)
+        records = links.list_mcp_servers(tx, scope, agent.id)
+        return tuple(server for record in records if (server := self._reachable(tx, scope, record)) is not None)
+
+    async def offer(self, agent: Agent, servers: McpServers, builtin: Mapping[str, Tool]) -> RunTools:
+        """``builtin`` and the tools of ``servers`` (:meth:`servers_in`), listed at once, and the note on
+        servers unavailable in this run."""
         if not servers:
             return RunTools(builtin)
         listed = await asyncio.gather(*(self._listed(server) for server in servers))
@@ -136,12 +154,10 @@ class McpTools:
                 tools[offered.model_name] = self._tool(server, offered)
         return RunTools(MappingProxyType(tools), _note(down))
 
-    def _servers_of(self, db: Database, agent: Agent) -> list[_Reachable]:
+    def _servers_of(self, db: Database, agent: Agent) -> McpServers:
         """Worker thread: the agent's records that pass the rule, each with its credential header."""
-        scope = Scope(agent.tenant_id)
         with db.transaction(write=False) as tx:
-            records = links.list_mcp_servers(tx, scope, agent.id)
-            return [server for record in records if (server := self._reachable(tx, scope, record)) is not None]
+            return self.servers_in(tx, agent)
 
     def _reachable(self, tx: Tx, scope: Scope, record: AgentMcpServer) -> _Reachable | None:
         try:

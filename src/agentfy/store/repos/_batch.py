@@ -96,7 +96,17 @@ def require_agents(tx: Tx, scope: Scope, first_row: dict[str, str]) -> None:
 
 
 def require_agent(tx: Tx, scope: Scope, agent_id: object, field: str = "agent_id") -> AgentId:
-    """``agent_id`` parsed, and the agent living (not archived) in the scope's tenant, else NotFoundError."""
+    """``agent_id`` parsed, and the agent living (not archived) in the scope's tenant, else NotFoundError.
+
+    An :class:`~agentfy.store.repos.agents.Agent` record instead of an ID is what the caller already resolved in
+    a tenant (a run's agent): it is not read again, only its tenant compared with the scope's."""
+    if not isinstance(agent_id, str):
+        from agentfy.store.repos.agents import Agent  # noqa: PLC0415 - the agents module imports this one
+
+        if isinstance(agent_id, Agent):
+            if agent_id.tenant_id != scope.tenant_id:
+                raise NotFoundError("agent", agent_id.id)
+            return agent_id.id
     parsed = parse_id(agent_id, AgentId, field=field)
     if tx.one(_AGENTS_IN_TENANT, {"tenant_id": scope.tenant_id, "ids": json_list([parsed])}) is None:
         raise NotFoundError("agent", parsed)

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from agentfy.identity import Scope
 from agentfy.store.db import Sql, Tx
 from agentfy.store.repos._batch import json_list, json_values, require_agent
+from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.knowledge import ENTITY_COLUMNS, KgEntity, entity_of
 from agentfy.store.schema import kg_entities, kg_relations
 
@@ -81,9 +82,10 @@ def terms_of(question: str) -> list[str]:
     return found[:TERMS_MAX]
 
 
-def find(tx: Tx, scope: Scope, agent_id: str, *, user_id: str, question: str, limit: int = 10) -> Knowledge:
+def find(tx: Tx, scope: Scope, agent_id: str | Agent, *, user_id: str, question: str, limit: int = 10) -> Knowledge:
     """The SCOPE ``user_id``'s entities matching ``question`` (at most ``limit``) and their relations within
-    the SCOPE; an agent that is not the tenant's is :class:`~agentfy.store.errors.NotFoundError`."""
+    the SCOPE; an agent that is not the tenant's is :class:`~agentfy.store.errors.NotFoundError` (its record, a
+    run's, is taken as is: :func:`~agentfy.store.repos._batch.require_agent`)."""
     agent = require_agent(tx, scope, agent_id)
     terms = terms_of(question)
     if not terms:

@@ -33,6 +33,7 @@ from agentfy.store.db import Tx
 from agentfy.store.errors import InvalidInputError
 from agentfy.store.inputs import check_text
 from agentfy.store.repos._batch import USER_ID_MAX_LENGTH, require_agent
+from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.vectors import QueryVector, nearest
 from agentfy.store.search_index import INDEXED_CHARS
 
@@ -140,7 +141,7 @@ def _check_query(query: object) -> str:
     return text
 
 
-def search(tx: Tx, scope: Scope, *, agent_id: str, user_id: str | None, query: str,
+def search(tx: Tx, scope: Scope, *, agent_id: str | Agent, user_id: str | None, query: str,
            kinds: Sequence[str] = KINDS, limit: int = 10, any_word: bool = False,
            vector: QueryVector | None = None) -> list[SearchHit]:
     """The agent's best matches for ``query``, best first: at most ``limit`` (1 to :data:`LIMIT_MAX`) hits of
@@ -151,9 +152,10 @@ def search(tx: Tx, scope: Scope, *, agent_id: str, user_id: str | None, query: s
 
     Bad input is :class:`InvalidInputError` naming the value — a blank query, one over
     :data:`QUERY_MAX_LENGTH` characters, an unknown kind, a limit out of range — and an agent that is not the
-    tenant's is :class:`~agentfy.store.errors.NotFoundError`: an empty answer would hide the caller's bug.
+    tenant's is :class:`~agentfy.store.errors.NotFoundError`: an empty answer would hide the caller's bug.  The
+    agent's record (a run's, already resolved) is taken as is (:func:`~agentfy.store.repos._batch.require_agent`).
     """
-    agent = parse_id(agent_id, AgentId, field="agent_id")
+    agent = agent_id.id if isinstance(agent_id, Agent) else parse_id(agent_id, AgentId, field="agent_id")
     user = "" if user_id is None else check_text(user_id, "user_id", max_length=USER_ID_MAX_LENGTH,
                                                  allow_empty=True)
     text = _check_query(query)
@@ -161,7 +163,7 @@ def search(tx: Tx, scope: Scope, *, agent_id: str, user_id: str | None, query: s
     if type(limit) is not int or not 1 <= limit <= LIMIT_MAX:
         raise InvalidInputError(f"invalid limit {limit!r}: expected an integer from 1 to {LIMIT_MAX}",
                                 field="limit", value=limit)
-    require_agent(tx, scope, agent)
+    require_agent(tx, scope, agent_id if isinstance(agent_id, Agent) else agent)
     near = [kind for kind in wanted if kind in ("memory", "episodic")]
     if vector is None or not near:
         return _text_search(tx, scope, agent=agent, user=user, text=text, wanted=wanted, limit=limit,

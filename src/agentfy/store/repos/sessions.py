@@ -99,7 +99,19 @@ _MESSAGES_OF: Final = (session_messages.c.tenant_id == sa.bindparam("tenant_id")
                        session_messages.c.session_key == sa.bindparam("session_key"))
 _INSERT_MESSAGE: Final = insert(session_messages, ["tenant_id", "session_key", "seq", "role", "sender_id", "content",
                                                    "created_at", "tool_calls", "tool_call_id"])
-_LAST_SEQ: Final = sa.select(sa.func.max(session_messages.c.seq)).where(*_MESSAGES_OF)
+# The message under the next seq, computed by the INSERT itself (one round trip, not a read then a write).  It
+# runs after the status row is locked, as a statement of its own: on PostgreSQL a new statement sees every
+# append committed before the lock was granted (a subquery of the locking SELECT would not).
+_MESSAGE_FIELDS: Final = ("role", "sender_id", "content", "created_at", "tool_calls", "tool_call_id")
+_INSERT_NEXT_MESSAGE: Final = (
+    sa.insert(session_messages)
+    .from_select(["tenant_id", "session_key", "seq", *_MESSAGE_FIELDS], sa.select(
+        sa.bindparam("tenant_id", type_=session_messages.c.tenant_id.type),
+        sa.bindparam("session_key", type_=session_messages.c.session_key.type),
+        sa.func.coalesce(sa.func.max(session_messages.c.seq), 0) + 1,
+        *(sa.bindparam(name, type_=session_messages.c[name].type) for name in _MESSAGE_FIELDS),
+    ).where(*_MESSAGES_OF))
+    .returning(session_messages.c.seq))
 _LIST_MESSAGES: Final = (sa.select(*_MESSAGE_COLUMNS)
                          .where(*_MESSAGES_OF, session_messages.c.seq > sa.bindparam("after_seq", type_=sa.Integer))
                          .order_by(session_messages.c.seq)
@@ -346,10 +358,10 @@ def append_message(tx: Tx, scope: Scope, session_key: str, role: str, content: s
     if status != "open":
         raise ConflictError(f"session {key!r} is {status}; it takes no more messages", field="session_key",
                             value=key)
-    seq = int(tx.scalar(_LAST_SEQ, params) or 0) + 1
     stamp = now()
-    tx.execute(_INSERT_MESSAGE, {**params, "seq": seq, "role": role, "sender_id": sender, "content": text,
-                                 "created_at": stamp, "tool_calls": calls_json, "tool_call_id": answers})
+    seq = int(tx.scalar(_INSERT_NEXT_MESSAGE, {**params, "role": role, "sender_id": sender, "content": text,
+                                               "created_at": stamp, "tool_calls": calls_json,
+                                               "tool_call_id": answers}))
     return SessionMessage(key, seq, role, sender, text, stamp, calls, answers)
 
 
@@ -360,15 +372,31 @@ def list_messages(tx: Tx, scope: Scope, session_key: str, *, after_seq: int = 0,
     A missing session is :class:`NotFoundError`, not an empty list, so a wrong key cannot pass for a new one.
     """
     key = parse_session_key(session_key)
+    _check_page(after_seq, limit)
+    get_session(tx, scope, key)
+    rows = tx.all(_LIST_MESSAGES, {"tenant_id": scope.tenant_id, "session_key": key, "after_seq": after_seq,
+                                   "limit": limit})
+    return [_message(row) for row in rows]
+
+
+def session_history(tx: Tx, scope: Scope, session: Session, *, after_seq: int = 0,
+                    limit: int = 1000) -> list[SessionMessage]:
+    """:func:`list_messages` of a session the caller has read or opened in ``tx``: its record is the proof that
+    it exists in the scope's tenant, so it is not read again (the history path of every run)."""
+    if session.tenant_id != scope.tenant_id:
+        raise NotFoundError("session", session.session_key)
+    _check_page(after_seq, limit)
+    rows = tx.all(_LIST_MESSAGES, {"tenant_id": scope.tenant_id, "session_key": session.session_key,
+                                   "after_seq": after_seq, "limit": limit})
+    return [_message(row) for row in rows]
+
+
+def _check_page(after_seq: object, limit: object) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
         raise InvalidInputError(f"limit {limit!r} must be an integer from 1 to 10000", field="limit", value=limit)
     if isinstance(after_seq, bool) or not isinstance(after_seq, int) or after_seq < 0:
         raise InvalidInputError(f"after_seq {after_seq!r} must be a non-negative integer", field="after_seq",
                                 value=after_seq)
-    get_session(tx, scope, key)
-    rows = tx.all(_LIST_MESSAGES, {"tenant_id": scope.tenant_id, "session_key": key, "after_seq": after_seq,
-                                   "limit": limit})
-    return [_message(row) for row in rows]
 
 
 def complete_session(tx: Tx, scope: Scope, session_key: str) -> Session:
