@@ -82,6 +82,8 @@ ROUTE_ROUNDS = 3
 ROUTE_SECONDS = 2
 RATE_GOAL = 0.8
 P99_GOAL = 1.5
+#: How long a server may take to start: importing the app takes tens of seconds on a loaded machine.
+START_SECONDS = 120
 AGENTS = 10
 DOCUMENTS = 20
 LISTED_MESSAGES = 20
@@ -465,11 +467,12 @@ def measure(dialect: str, db: Database, work: Path) -> None:
     ours = start("agentfy.gateway.server:app_from_env", ours_port,
                  {"AGENTFY_DATABASE_URL": url, "AGENTFY_SIGNING_KEY": SIGNING_KEY,
                   "AGENTFY_SERVE_EVENT_WORKERS": "false", "AGENTFY_WORKSPACE_ROOT": str(work / "workspaces")},
-                 os.getcwd(), factory=True)
+                 os.getcwd(), factory=True, ready_seconds=START_SECONDS)
     bare = start("bare_mix:app", bare_port, {"PYTHONPATH": str(work), "BARE_DB": bare_db,
                                              "BARE_SEARCH_SQL": search_sql(dialect),
                                              "BARE_TOKEN": seeded.token, "BARE_TENANT": seeded.tenant_id,
-                                             "BARE_USER": seeded.user_id}, str(work), factory=False)
+                                             "BARE_USER": seeded.user_id}, str(work), factory=False,
+                 ready_seconds=START_SECONDS)
     script = work / "mix.lua"
     try:
         ours_base, bare_base = f"http://127.0.0.1:{ours_port}", f"http://127.0.0.1:{bare_port}"

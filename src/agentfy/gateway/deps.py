@@ -85,20 +85,21 @@ class Call:
     gateway: GatewayState
 
 
-#: Methods that only read: their credential may come from the principal cache.
+#: Methods that only read: their credential may come from the principal cache alone.
 READ_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def lookup_principal(gateway: GatewayState, token: str, *, fresh: bool = False,
-                     allow_expired: bool = False) -> Principal:
+def lookup_principal(gateway: GatewayState, token: str, *, allow_expired: bool = False) -> Principal:
     """The principal of a bearer credential (an API key, a team key or a signed context), or 401.
 
-    Reads may take it from the principal cache (the change feed drops an entry within milliseconds of a
-    revocation committing anywhere); ``fresh`` — every write — checks the chain in the database, so no write
-    is ever made with a credential revoked a moment ago in another process.  ``allow_expired``: a signed
-    context's expiry is not checked (an established WebSocket connection; see ``verify_context``)."""
+    From the principal cache when it has it (the change feed drops an entry within milliseconds of a
+    revocation committing anywhere), else checked against its whole chain in the database and cached.  A
+    write does not rely on the cache alone: its credential is confirmed by its own transaction
+    (:func:`confirm_in_first_transaction`), so no write is ever made with a credential revoked a moment ago in
+    another process.  ``allow_expired``: a signed context's expiry is not checked (an established WebSocket
+    connection; see ``verify_context``)."""
     found, generation = gateway.principals.get(token, allow_expired=allow_expired)
-    if found is not None and not fresh:
+    if found is not None:
         return found
     with gateway.db.transaction(write=False) as tx:
         found = lookup(tx, gateway.signing_secret, token, allow_expired=allow_expired)
@@ -126,9 +127,8 @@ async def authenticate(request: Request) -> Call:
     operation = request.scope["route"].operation_id
     who = gateway.principals.get(token)[0]
     if who is None:
-        fresh = request.method not in READ_METHODS
-        who = (lookup_principal(gateway, token, fresh=fresh) if gateway.inline_lookups
-               else await run_in_threadpool(lambda: lookup_principal(gateway, token, fresh=fresh)))
+        who = (lookup_principal(gateway, token) if gateway.inline_lookups
+               else await run_in_threadpool(lookup_principal, gateway, token))
     elif request.method not in READ_METHODS:
         confirm_in_first_transaction(gateway, token, who, operation)
     authorize(who, operation)
@@ -137,14 +137,17 @@ async def authenticate(request: Request) -> Call:
     return Call(who, gateway)
 
 
-def confirm_in_first_transaction(gateway: GatewayState, token: str, who: Principal, operation: str) -> None:
+def confirm_in_first_transaction(gateway: GatewayState, token: str, who: Principal, operation: str, *,
+                                 allow_expired: bool = False) -> None:
     """Have the first transaction begun in the current context confirm ``token``'s cached principal ``who``
     (:func:`agentfy.store.db.check_first`): a write is then checked in its own transaction, and a unit of work
-    that begins none is checked when it ends (:mod:`agentfy.gateway.routing`)."""
-    check_first(gateway.db, lambda tx: confirm_credential(tx, gateway, token, who, operation))
+    that begins none is checked when it ends (:func:`agentfy.gateway.routing.settle`)."""
+    check_first(gateway.db, lambda tx: confirm_credential(tx, gateway, token, who, operation,
+                                                          allow_expired=allow_expired))
 
 
-def confirm_credential(tx: Tx, gateway: GatewayState, token: str, who: Principal, operation: str) -> None:
+def confirm_credential(tx: Tx, gateway: GatewayState, token: str, who: Principal, operation: str, *,
+                       allow_expired: bool = False) -> None:
     """``token``'s chain read in ``tx`` still gives ``who``, the principal the request was authorized as.
 
     No write is made with a credential revoked a moment ago in another process, before the change feed told
@@ -152,8 +155,8 @@ def confirm_credential(tx: Tx, gateway: GatewayState, token: str, who: Principal
     fresh look-up gives.  A role narrowed meanwhile is refused as that role would be (403); a narrowed role
     that may still call the operation is 409 ``conflict``, since the route may already have decided something
     by the wider role (nothing was written: send it again).  A role widened meanwhile goes on with the
-    narrower one the request was authorized as."""
-    found = lookup(tx, gateway.signing_secret, token)
+    narrower one the request was authorized as.  ``allow_expired``: as :func:`lookup_principal`'s."""
+    found = lookup(tx, gateway.signing_secret, token, allow_expired=allow_expired)
     if found == who:
         return
     authorize(found, operation)
