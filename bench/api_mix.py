@@ -17,15 +17,16 @@ kind           our route                                           the bare app'
                                                                    messages, the last seq, a user and an
                                                                    assistant message inserted
 ``messages``   ``GET /v1/sessions/{key}/messages``                 the session, a page of its messages
-``memory``     ``GET /v1/agents/{id}/memory/documents``            the agent, a page of its memory documents
+``search``     ``GET /v1/agents/{id}/memory/search``               the agent, the full-text search of its memory
+                                                                   (the statement of :mod:`agentfy.store.repos.
+                                                                   search`, on the engine's index)
 ``open``       ``POST /v1/sessions``                               the agent, the session inserted
-``complete``   ``POST /v1/sessions/{key}/complete``                the status updated, the session read, its
-                                                                   ``session.completed`` event inserted
+``delete``     ``DELETE /v1/sessions/{key}``                       the session read, the session deleted
 =============  ==================================================  ================================================
 
-The API has no memory *search* route over HTTP and no route that deletes a session: ``memory`` lists the
-agent's memory documents and ``complete`` ends a session (the closest existing read and end).  Conversations
-of ``send`` are ten messages long, then a new one starts, so a session's history stays short.
+``complete`` (``POST /v1/sessions/{key}/complete``: the status updated, the session read, its
+``session.completed`` event inserted) is measured alone, not in the mix.  Conversations of ``send`` are ten
+messages long, then a new one starts, so a session's history stays short.
 
 The bare app checks the bearer credential against the one it was given (in memory, as our principal cache
 does for a warm credential) and returns plain dicts; our app does everything it always does (access policy,
@@ -65,13 +66,17 @@ from fastapi.testclient import TestClient
 from agentfy.gateway.app import create_app
 from agentfy.identity import Scope
 from agentfy.store.db import Database, Tx, now
-from agentfy.store.repos import agents, api_keys, memory, orgs, sessions
+from agentfy.store.repos import agents, api_keys, memory, orgs, search, sessions
 from agentfy.store.repos.memory import MemoryDocumentInput
 from bench.gateway import SIGNING_KEY, free_port, start
 from bench.harness import header
 from bench.store import databases
 
-KINDS = ("get", "list", "send", "messages", "memory", "open", "complete")
+#: The mix: get and list agents, send a message to an agent on the offline model, list a session's messages,
+#: search memory, open and delete a session.
+KINDS = ("get", "list", "send", "messages", "search", "open", "delete")
+#: Measured alone after the mix's kinds.
+ALONE = (*KINDS, "complete")
 CONNECTIONS = 16
 MIX_ROUNDS = 5
 MIX_SECONDS = 3
@@ -79,12 +84,15 @@ ROUTE_ROUNDS = 3
 ROUTE_SECONDS = 2
 RATE_GOAL = 0.8
 P99_GOAL = 1.5
+#: How long a server may take to start: importing the app takes tens of seconds on a loaded machine.
+START_SECONDS = 120
 AGENTS = 10
 DOCUMENTS = 20
 LISTED_MESSAGES = 20
-#: Open sessions made before each round for its ``complete`` requests (a round asking for more completes
-#: some twice: still a 200, but a shorter path).  Completing what the round itself opened would race: an
-#: open can wait on SQLite's write lock while later requests are answered.
+#: Open sessions made before each round for its ``complete`` and ``delete`` requests (a round asking for more
+#: completes some twice: still a 200, but a shorter path; deletes one twice: a 404, and the round fails).
+#: Ending what the round itself opened would race: an open can wait on SQLite's write lock while later
+#: requests are answered.
 MIX_POOL = 3000
 ROUTE_POOL = 8000
 #: A loaded machine may take long to import and start a server.
@@ -93,7 +101,7 @@ _OPEN_MANY = ("INSERT INTO sessions (tenant_id, session_key, agent_id, user_id, 
               "VALUES (:tenant_id, :session_key, :agent_id, :user_id, 'open', 0, :created_at)")
 
 LUA = r"""
-local counter, sends, opens, completes = 0, 0, 0, 0
+local counter, sends, opens, completes, deletes = 0, 0, 0, 0, 0
 local kinds = {}
 function init(args)
   nonce, agent, listed, pool, suffix = args[1], args[2], args[3], tonumber(args[4]), args[5]
@@ -113,12 +121,15 @@ function request()
     return wrk.format("POST", "/v1/agents/" .. agent .. "/messages", headers, body)
   elseif kind == "messages" then
     return wrk.format("GET", "/v1/sessions/" .. listed .. "/messages", headers)
-  elseif kind == "memory" then
-    return wrk.format("GET", "/v1/agents/" .. agent .. "/memory/documents", headers)
+  elseif kind == "search" then
+    return wrk.format("GET", "/v1/agents/" .. agent .. "/memory/search?query=note&scope=", headers)
   elseif kind == "open" then
     opens = opens + 1
     local body = '{"agent":"' .. agent .. '","session_key":"' .. nonce .. "-s" .. opens .. '"}'
     return wrk.format("POST", "/v1/sessions", headers, body)
+  elseif kind == "delete" then
+    deletes = deletes + 1
+    return wrk.format("DELETE", "/v1/sessions/" .. nonce .. "-p" .. deletes, headers)
   else
     completes = completes + 1
     local key = nonce .. "-p" .. ((completes - 1) % pool + 1)
@@ -270,17 +281,28 @@ def list_messages(session_key: str, limit: int = 50, authorization: str | None =
                        "created_at": r[5], "tool_calls": json.loads(r[6]) if r[6] else [], "tool_call_id": r[7]}
                       for r in rows[:limit]], "next_cursor": None}
 
-@app.get("/v1/agents/{agent}/memory/documents")
-def list_documents(agent: str, limit: int = 50, authorization: str | None = Header(None)):
+SEARCH = os.environ["BARE_SEARCH_SQL"]  # the store's own full-text statement, in the driver's paramstyle
+LIVE_AGENT = q("SELECT id FROM agents WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL")
+
+@app.get("/v1/agents/{agent}/memory/search")
+def search_memory(agent: str, query: str, scope: str, limit: int = 10, authorization: str | None = Header(None)):
     tenant_id = tenant(authorization)
+    words = {"match": " ".join('"' + w.replace('"', '""') + '"' for w in query.split())} if SQLITE else {"query": query}
     with Tx(False) as cur:
-        the_agent(cur, tenant_id, agent)
-        rows = cur.execute(q("SELECT id, agent_id, user_id, path, content, metadata, created_at, updated_at "
-                             "FROM memory_documents WHERE tenant_id = ? AND agent_id = ? "
-                             "ORDER BY user_id, path, id LIMIT ?"), (tenant_id, agent, limit + 1)).fetchall()
-    return {"items": [{"id": r[0], "agent_id": r[1], "user_id": r[2], "path": r[3], "content": r[4],
-                       "metadata": json.loads(r[5]), "created_at": r[6], "updated_at": r[7]} for r in rows[:limit]],
-            "next_cursor": None}
+        if cur.execute(LIVE_AGENT, (tenant_id, agent)).fetchone() is None:
+            raise HTTPException(404)
+        rows = cur.execute(SEARCH, {"tenant_id": tenant_id, "agent_id": agent, "user_id": scope, "limit": limit,
+                                    **words}).fetchall()
+    return {"items": [{"kind": r[0], "id": r[1], "title": r[2], "snippet": r[3] or "", "score": float(r[4])}
+                      for r in rows]}
+
+@app.delete("/v1/sessions/{session_key:path}", status_code=204)
+def delete_session(session_key: str, authorization: str | None = Header(None)):
+    tenant_id = tenant(authorization)
+    with Tx(True) as cur:
+        if cur.execute(SESSION, (tenant_id, session_key)).fetchone() is None:
+            raise HTTPException(404)
+        cur.execute(q("DELETE FROM sessions WHERE tenant_id = ? AND session_key = ?"), (tenant_id, session_key))
 
 class SessionIn(BaseModel):
     agent: str
@@ -372,7 +394,7 @@ def open_sessions(db: Database, seeded: Seeded, count: int) -> str:
 def wrk_run(db: Database, base: str, script: Path, seeded: Seeded, kinds: tuple[str, ...], *, seconds: int,
             get_suffix: str, pool: int = MIX_POOL) -> Run:
     """One wrk round of ``kinds`` in turn; raises when any answer was not a 2xx (the mix is wrong then)."""
-    nonce = open_sessions(db, seeded, pool if "complete" in kinds else 0)
+    nonce = open_sessions(db, seeded, pool if {"complete", "delete"} & set(kinds) else 0)
     command = ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency", "-s", str(script), base, "--",
                nonce, seeded.agent_id, seeded.listed, str(pool), get_suffix, ",".join(kinds), seeded.token]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
@@ -392,14 +414,17 @@ def check(base: str, seeded: Seeded) -> None:
     requests = [("GET", f"/v1/agents/{seeded.agent_id}?via=route", None), ("GET", "/v1/agents", None),
                 ("POST", f"/v1/agents/{seeded.agent_id}/messages", {"text": "hi", "conversation": nonce}),
                 ("GET", f"/v1/sessions/{seeded.listed}/messages", None),
-                ("GET", f"/v1/agents/{seeded.agent_id}/memory/documents", None),
+                ("GET", f"/v1/agents/{seeded.agent_id}/memory/search?query=note&scope=", None),
                 ("POST", "/v1/sessions", {"agent": seeded.agent_id, "session_key": f"{nonce}-check"}),
-                ("POST", f"/v1/sessions/{nonce}-check/complete", None)]
+                ("POST", f"/v1/sessions/{nonce}-check/complete", None),
+                ("DELETE", f"/v1/sessions/{nonce}-check", None)]
     with httpx.Client(base_url=base, headers=head, timeout=10) as client:
         for method, path, body in requests:
             response = client.request(method, path, json=body)
             if response.status_code >= 300:
                 raise RuntimeError(f"{base}: {method} {path} -> {response.status_code} {response.text[:300]}")
+            if path.startswith("/v1/agents/") and "/memory/search" in path and len(response.json()["items"]) < 10:
+                raise RuntimeError(f"{base}: the memory search found {response.text[:300]}, not 10 notes")
 
 
 def alternate(ours: Callable[[], Run], bare: Callable[[], Run], rounds: int) -> tuple[Run, Run]:
@@ -431,6 +456,12 @@ def line(dialect: str, name: str, ours: Run, bare: Run, rounds: int, *, goal: bo
             f"(medians of {rounds}){verdict}")
 
 
+def search_sql(dialect: str) -> str:
+    """The store's memory search statement for the bare app, in its driver's paramstyle (psycopg: ``%(name)s``)."""
+    sql = search._sql(dialect, search.MEMORY_KINDS)  # the very statement: both run the same SQL
+    return sql if dialect == "sqlite" else re.sub(r"(?<!:):(\w+)", r"%(\1)s", sql)
+
+
 def measure(dialect: str, db: Database, work: Path) -> None:
     seeded = seed(db)
     url = db.url
@@ -442,6 +473,7 @@ def measure(dialect: str, db: Database, work: Path) -> None:
                   "AGENTFY_SERVE_EVENT_WORKERS": "false", "AGENTFY_WORKSPACE_ROOT": str(work / "workspaces")},
                  os.getcwd(), factory=True, ready_seconds=START_SECONDS)
     bare = start("bare_mix:app", bare_port, {"PYTHONPATH": str(work), "BARE_DB": bare_db,
+                                             "BARE_SEARCH_SQL": search_sql(dialect),
                                              "BARE_TOKEN": seeded.token, "BARE_TENANT": seeded.tenant_id,
                                              "BARE_USER": seeded.user_id}, str(work), factory=False,
                  ready_seconds=START_SECONDS)
@@ -457,7 +489,7 @@ def measure(dialect: str, db: Database, work: Path) -> None:
                 lambda s=suffix: wrk_run(db, bare_base, script, seeded, KINDS, seconds=MIX_SECONDS, get_suffix=s),
                 MIX_ROUNDS)
             print(line(dialect, name, mine, theirs, MIX_ROUNDS, goal=True), flush=True)
-        for kind in KINDS:
+        for kind in ALONE:
             name = kind + (" (via the route)" if kind == "get" else "")
             mine, theirs = alternate(
                 lambda k=kind: wrk_run(db, ours_base, script, seeded, (k,), seconds=ROUTE_SECONDS,
@@ -540,9 +572,10 @@ def requests_of(seeded: Seeded, nonce: str, number: int) -> dict[str, tuple[str,
         "list": ("GET", "/v1/agents", None),
         "send": ("POST", f"/v1/agents/{seeded.agent_id}/messages", {"text": "hello there", "conversation": nonce}),
         "messages": ("GET", f"/v1/sessions/{seeded.listed}/messages", None),
-        "memory": ("GET", f"/v1/agents/{seeded.agent_id}/memory/documents", None),
+        "search": ("GET", f"/v1/agents/{seeded.agent_id}/memory/search?query=note&scope=", None),
         "open": ("POST", "/v1/sessions", {"agent": seeded.agent_id, "session_key": f"{nonce}-{number}"}),
         "complete": ("POST", f"/v1/sessions/{nonce}-{number}/complete", None),
+        "delete": ("DELETE", f"/v1/sessions/{nonce}-{number}", None),
     }
 
 
@@ -567,9 +600,10 @@ def in_process(db: Database) -> Iterator[tuple[Seeded, Callable[[str, int], Any]
 def counts(dialect: str, db: Database) -> None:
     """Transactions and statements of each route's request, once warm (the second of each)."""
     with in_process(db) as (_seeded, call):
-        for kind in KINDS:
+        order = ("get", "list", "send", "messages", "search", "open", "complete", "delete")  # ends what it opened
+        for kind in order:
             call(kind, 0)
-        for kind in KINDS:
+        for kind in order:
             with counting() as counted:
                 call(kind, 1)
             reads = counted["tx"] - counted["write tx"]
@@ -582,7 +616,7 @@ def counts(dialect: str, db: Database) -> None:
 
 def profile(dialect: str, db: Database, kind: str, n: int = 2000) -> None:
     """cProfile of ``n`` requests of ``kind`` served in process (the client's share is in it too)."""
-    kinds = ("open", "complete") if kind == "complete" else (kind,)
+    kinds = ("open", kind) if kind in ("complete", "delete") else (kind,)
     with in_process(db) as (_seeded, call):
         for k in kinds:
             call(k, 0)

@@ -482,6 +482,7 @@ SCOPED: dict[str, Build] = {
                                                         {"role": "user", "content": "hi"}, hidden=True),
     "sessions.complete": lambda w, c, s: Request("POST", f"/v1/sessions/{_fresh_session(w, s)}/complete",
                                                  hidden=True),
+    "sessions.delete": lambda w, c, s: Request("DELETE", f"/v1/sessions/{_fresh_session(w, s)}", hidden=True),
     "memory.documents.upsert": lambda w, c, s: Request("POST", "/v1/agents/bot/memory/documents:batch-upsert", {
         "documents": [{"user_id": s, "path": unique("p"), "content": "x"}]}),
     "memory.documents.list": lambda w, c, s: Request("GET", "/v1/agents/bot/memory/documents", params={"user_id": s}),

@@ -111,7 +111,7 @@ def test_completion_and_its_event_share_one_transaction(db: Database, client: Te
     def broken(*args: Any, **kwargs: Any) -> None:
         raise StoreError("the outbox is down")
 
-    monkeypatch.setattr("agentfy.gateway.routes.sessions.publish_session_completed", broken)
+    monkeypatch.setattr("agentfy.gateway.routes.sessions.publish_completed", broken)
     response = client.post("/v1/sessions/s-1/complete", headers=acme.headers())
     assert response.status_code == 500 and "outbox" not in response.text
     assert client.get("/v1/sessions/s-1", headers=acme.headers()).json()["status"] == "open"  # rolled back
@@ -239,3 +239,34 @@ def test_listing_messages_shows_tool_calls_and_results(db: Database, client: Tes
         ("assistant", [{"id": "call-1", "name": "write_file",
                         "arguments": {"path": "a.txt", "content": "hi", "n": [1]}}], None),
         ("tool", [], "call-1")]
+
+
+def test_deleting_a_session_removes_it_and_its_messages_but_not_what_was_learned(
+        db: Database, client: TestClient, acme: Tenant, globex: Tenant) -> None:
+    agent(client, acme)
+    open_session(client, acme, "s-gone", "support", user_id="")
+    assert client.post("/v1/sessions/s-gone/messages", json={"role": "user", "content": "hi"},
+                       headers=acme.headers()).status_code == 201
+    completed = client.post("/v1/sessions/s-gone/complete", headers=acme.headers())
+    assert completed.status_code == 200 and completed.json()["event_id"] is not None
+    assert client.delete("/v1/sessions/s-gone", headers=globex.headers()).status_code == 404  # not theirs
+    deleted = client.delete("/v1/sessions/s-gone", headers=acme.headers())
+    assert deleted.status_code == 204 and deleted.content == b""
+    assert client.get("/v1/sessions/s-gone", headers=acme.headers()).status_code == 404
+    assert client.get("/v1/sessions/s-gone/messages", headers=acme.headers()).status_code == 404
+    assert count(db, "session_messages") == 0
+    assert len(completed_events(db)) == 1  # the completion stays published: its consumers learn from it
+    again = client.delete("/v1/sessions/s-gone", headers=acme.headers())
+    assert (again.status_code, again.json()["error"]["code"]) == (404, "not_found")
+    open_session(client, acme, "s-gone", "support")  # the key is free again
+
+
+def test_a_member_may_not_delete_even_its_own_session(db: Database, client: TestClient, acme: Tenant) -> None:
+    agent(client, acme)
+    alice, headers = user_key(db, acme.scope)
+    assert client.post("/v1/sessions", json={"session_key": "mine", "agent": "support"},
+                       headers=headers).status_code == 201
+    refused = client.delete("/v1/sessions/mine", headers=headers)
+    assert refused.status_code == 403, refused.text
+    with db.transaction(write=False) as tx:
+        assert sessions.get_session(tx, acme.scope, "mine").user_id == alice

@@ -218,6 +218,23 @@ def test_a_revoked_api_key_ends_the_live_connection(db: Database, client: TestCl
         expect_close(rpc.ws)
 
 
+def test_a_key_revoked_behind_the_cache_writes_nothing_and_ends_the_connection(db: Database, client: TestClient,
+                                                                             acme: Tenant) -> None:
+    """A write confirms its credential in its own transaction: a revocation no cache has heard of (another
+    process's, its notice not yet here; here plain SQL, no notice at all) is refused all the same."""
+    with connect(client, acme.headers("operator")) as rpc:
+        assert rpc.result("agents.create", {"agent_key": "before"})["agent_key"] == "before"
+        with db.transaction() as tx:
+            key = next(k for k in api_keys.list_api_keys(tx, acme.scope) if k.role == "operator")
+            tx.execute("UPDATE api_keys SET revoked_at = created_at WHERE id = :id", {"id": key.id})
+        assert rpc.result("agents.list")["items"][0]["agent_key"] == "before"  # a read: the cache answers
+        error = rpc.call("agents.create", {"agent_key": "after"})["error"]
+        assert error["code"] == "revoked" and error["status"] == 401
+        expect_close(rpc.ws)
+    with db.transaction(write=False) as tx:
+        assert [agent.agent_key for agent in agents.list_agents(tx, acme.scope)] == ["before"]
+
+
 # -- methods -------------------------------------------------------------------------------------------------------
 def test_every_agent_method_by_id_and_by_key(client: TestClient, acme: Tenant) -> None:
     with connect(client, acme.headers("admin")) as rpc:

@@ -13,20 +13,22 @@ tenant.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Annotated, Final
 
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
 from agentfy.agents.router import Router
+from agentfy.errors import ApiError
 from agentfy.gateway.auth import Principal, bearer, lookup
 from agentfy.gateway.observe import TenantSlugs
 from agentfy.gateway.principals import PrincipalCache
 from agentfy.identity.context import set_for_task
+from agentfy.identity.roles import role_rank
 from agentfy.logs import bind_log_identity
 from agentfy.permissions.access import authorize
-from agentfy.store.db import Database
+from agentfy.store.db import Database, Tx, check_first
 from agentfy.store.repos.agents import Agent
 
 if TYPE_CHECKING:
@@ -83,20 +85,21 @@ class Call:
     gateway: GatewayState
 
 
-#: Methods that only read: their credential may come from the principal cache.
+#: Methods that only read: their credential may come from the principal cache alone.
 READ_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def lookup_principal(gateway: GatewayState, token: str, *, fresh: bool = False,
-                     allow_expired: bool = False) -> Principal:
+def lookup_principal(gateway: GatewayState, token: str, *, allow_expired: bool = False) -> Principal:
     """The principal of a bearer credential (an API key, a team key or a signed context), or 401.
 
-    Reads may take it from the principal cache (the change feed drops an entry within milliseconds of a
-    revocation committing anywhere); ``fresh`` — every write — checks the chain in the database, so no write
-    is ever made with a credential revoked a moment ago in another process.  ``allow_expired``: a signed
-    context's expiry is not checked (an established WebSocket connection; see ``verify_context``)."""
+    From the principal cache when it has it (the change feed drops an entry within milliseconds of a
+    revocation committing anywhere), else checked against its whole chain in the database and cached.  A
+    write does not rely on the cache alone: its credential is confirmed by its own transaction
+    (:func:`confirm_in_first_transaction`), so no write is ever made with a credential revoked a moment ago in
+    another process.  ``allow_expired``: a signed context's expiry is not checked (an established WebSocket
+    connection; see ``verify_context``)."""
     found, generation = gateway.principals.get(token, allow_expired=allow_expired)
-    if found is not None and not fresh:
+    if found is not None:
         return found
     with gateway.db.transaction(write=False) as tx:
         found = lookup(tx, gateway.signing_secret, token, allow_expired=allow_expired)
@@ -112,22 +115,54 @@ async def authenticate(request: Request) -> Call:
     The operation is the route's ``operation_id``: the key of its rule in :data:`agentfy.permissions.access.
     RULES`.  Async so that the context is set in the request's own task (a sync dependency runs in a worker
     thread whose context the endpoint never sees); a cached principal costs no thread hop, and a look-up runs
-    in the thread pool (inline on embedded SQLite).  The header is read here, not through a FastAPI security
-    class (another dependency per request); the OpenAPI document declares the bearer scheme on every
-    operation that depends on this (:func:`agentfy.gateway.openapi.declare_bearer`).
+    in the thread pool (inline on embedded SQLite).  A write whose principal is cached is authorized by it
+    and its credential confirmed in the database by the first transaction the request begins
+    (:func:`confirm_credential`), before anything is written: one transaction per write, not two.  The header
+    is read here, not through a FastAPI security class (another dependency per request); the OpenAPI document
+    declares the bearer scheme on every operation that depends on this
+    (:func:`agentfy.gateway.openapi.declare_bearer`).
     """
     gateway = gateway_of(request)
     token = bearer(request.headers.get("authorization"))
-    fresh = request.method not in READ_METHODS
-    who = None if fresh else gateway.principals.get(token)[0]
+    operation = request.scope["route"].operation_id
+    who = gateway.principals.get(token)[0]
     if who is None:
-        who = (lookup_principal(gateway, token, fresh=fresh) if gateway.inline_lookups
-               else await run_in_threadpool(lambda: lookup_principal(gateway, token, fresh=fresh)))
-    authorize(who, request.scope["route"].operation_id)
+        who = (lookup_principal(gateway, token) if gateway.inline_lookups
+               else await run_in_threadpool(lookup_principal, gateway, token))
+    elif request.method not in READ_METHODS:
+        confirm_in_first_transaction(gateway, token, who, operation)
+    authorize(who, operation)
     set_for_task(who.context())
     bind_log_identity(tenant=gateway.tenant_slugs.peek(who.tenant_id))  # the slug: logs name tenants by it
     return Call(who, gateway)
 
 
+def confirm_in_first_transaction(gateway: GatewayState, token: str, who: Principal, operation: str, *,
+                                 allow_expired: bool = False) -> None:
+    """Have the first transaction begun in the current context confirm ``token``'s cached principal ``who``
+    (:func:`agentfy.store.db.check_first`): a write is then checked in its own transaction, and a unit of work
+    that begins none is checked when it ends (:func:`agentfy.gateway.routing.settle`)."""
+    check_first(gateway.db, lambda tx: confirm_credential(tx, gateway, token, who, operation,
+                                                          allow_expired=allow_expired))
+
+
+def confirm_credential(tx: Tx, gateway: GatewayState, token: str, who: Principal, operation: str, *,
+                       allow_expired: bool = False) -> None:
+    """``token``'s chain read in ``tx`` still gives ``who``, the principal the request was authorized as.
+
+    No write is made with a credential revoked a moment ago in another process, before the change feed told
+    this one: revoked, expired, its person removed, its organization deleted, the epoch bumped — 401, as a
+    fresh look-up gives.  A role narrowed meanwhile is refused as that role would be (403); a narrowed role
+    that may still call the operation is 409 ``conflict``, since the route may already have decided something
+    by the wider role (nothing was written: send it again).  A role widened meanwhile goes on with the
+    narrower one the request was authorized as.  ``allow_expired``: as :func:`lookup_principal`'s."""
+    found = lookup(tx, gateway.signing_secret, token, allow_expired=allow_expired)
+    if found == who:
+        return
+    authorize(found, operation)
+    widened = found == replace(who, role=found.role) and role_rank(found.role) > role_rank(who.role)
+    if not widened:
+        raise ApiError(409, "conflict", f"the credential changed while the request was served (its role is now "
+                                        f"{found.role}); nothing was done: send it again")
 #: The one dependency of every ``/v1`` route: ``call: Authenticated``, then ``call.who`` and ``call.gateway``.
 Authenticated = Annotated[Call, Depends(authenticate)]

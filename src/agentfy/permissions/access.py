@@ -198,6 +198,7 @@ RULES: Final[dict[str, Rule]] = {
     "sessions.messages.append": _r("member", "append a user message (assistant, system, tool: operator)",
                                    scoped=True),
     "sessions.complete": _r("member", "complete a session", scoped=True),
+    "sessions.delete": _r("operator", "delete a session and its messages", scoped=True),
     "memory.documents.upsert": _r("operator", "upsert memory documents", scoped=True),
     "memory.documents.list": _r("member", "list memory documents", scoped=True),
     "memory.search": _r("member", "search a memory scope as the agent does", scoped=True),

@@ -15,6 +15,7 @@ two writers queue on the busy timeout instead of deadlocking on a lock upgrade).
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import re
 import sqlite3
@@ -57,6 +58,57 @@ _NO_DEFAULTS: Final[dict[str, Any]] = {}
 #: How often a transaction is begun on a fresh connection after a pooled one turned out to be dead.
 _BEGIN_ATTEMPTS: Final = 3
 _LOG_CHANGE: Final = "INSERT INTO change_log (origin, payload, created_at) VALUES (?, ?, ?)"
+
+
+class FirstCheck:
+    """A check that the transactions begun in one context run as their first statements, until one passes.
+
+    Why: a unit of work that must hold a precondition read fresh from the database — the gateway's "this
+    write's credential is still good" — would otherwise pay a transaction of its own (and on PostgreSQL a
+    round trip and a thread hop) before the transaction that does the work.  Run as the first statements of
+    that transaction instead, it costs a statement or two, and it is still checked before anything is
+    written.  Set with :func:`check_first` in the context of the unit of work (a request's task; worker threads
+    and tasks started from it share it, as they copy the context and so this object); every transaction of
+    ``db`` begun there runs ``check(tx)`` right after ``BEGIN`` until one call returns.  A check that raises
+    fails that transaction's ``with`` before its block runs (rolled back, the connection returned) and is
+    tried again by the next one.  :meth:`settle` runs it in a read transaction of its own when the unit of work
+    began none.  Two threads of one context may both run it before either has passed: it only reads.
+    """
+
+    __slots__ = ("check", "db", "passed")
+
+    def __init__(self, db: Database, check: Callable[[Tx], None]) -> None:
+        self.db = db
+        self.check = check
+        self.passed = False
+
+    def run(self, tx: Tx) -> None:
+        self.check(tx)
+        self.passed = True
+
+    def settle(self) -> None:
+        """Run the check now (a read transaction of its own) unless a transaction already passed it."""
+        if not self.passed:
+            with self.db.transaction(write=False):
+                pass
+
+
+_FIRST_CHECK: Final[contextvars.ContextVar[FirstCheck | None]] = contextvars.ContextVar("agentfy_first_check",
+                                                                                       default=None)
+
+
+def check_first(db: Database, check: Callable[[Tx], None]) -> FirstCheck:
+    """Make ``check`` the first statements of every transaction of ``db`` begun in the current context until
+    one passes it (see :class:`FirstCheck`); replaces the context's previous check."""
+    first = FirstCheck(db, check)
+    _FIRST_CHECK.set(first)
+    return first
+
+
+def pending_first_check() -> FirstCheck | None:
+    """The current context's check if no transaction has passed it yet."""
+    first = _FIRST_CHECK.get()
+    return None if first is None or first.passed else first
 
 
 def now() -> str:
@@ -357,6 +409,13 @@ class Tx:
         else:
             self._pair, self._cursor = pair, pair[1]
         self._open = True
+        first = _FIRST_CHECK.get()
+        if first is not None and not first.passed and first.db is self.db:
+            try:
+                first.run(self)
+            except BaseException:
+                self._end_unclean()  # __exit__ is not called when __enter__ raises
+                raise
         return self
 
     def _acquire(self, *, permitted: bool = False) -> tuple[Any, Any]:

@@ -56,7 +56,12 @@ def publish_session_completed(tx: Tx, scope: Scope, session_key: str, *,
                               settings: BusSettings = DEFAULT_BUS_SETTINGS) -> DomainEvent | None:
     """Publish ``session.completed`` for a stored session in the caller's transaction (``None``: already
     published for this compaction).  Call it in the transaction that completes (or compacts) the session."""
-    session = sessions.get_session(tx, scope, session_key)
+    return publish_completed(tx, scope, sessions.get_session(tx, scope, session_key), settings=settings)
+
+
+def publish_completed(tx: Tx, scope: Scope, session: Session, *,
+                      settings: BusSettings = DEFAULT_BUS_SETTINGS) -> DomainEvent | None:
+    """:func:`publish_session_completed` for a session the caller read (or completed) in ``tx``: not read again."""
     return publish(tx, type=SESSION_COMPLETED, tenant_id=scope.tenant_id,
                    source_id=session_completed_source(session.session_key, session.compaction_count),
                    agent_id=session.agent_id, user_id=session.user_id or None,

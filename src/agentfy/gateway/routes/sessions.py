@@ -1,5 +1,6 @@
 """``/v1/sessions``: open a session, append and read its messages, complete it (publishing
-``session.completed`` in the same transaction); ``/v1/agents/{agent}/sessions``: an agent's sessions.
+``session.completed`` in the same transaction), delete it; ``/v1/agents/{agent}/sessions``: an agent's
+sessions.  Each route is one transaction that reads each row once.
 
 A session is addressed by its key, its only identifier (unique per organization; it may contain ``/``, so
 the path parameter takes the rest of the path). Another organization's session and a missing one get the
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Response
 
-from agentfy.events.consolidation.episodic import publish_session_completed
+from agentfy.events.consolidation.episodic import publish_completed
 from agentfy.gateway.auth import Principal
 from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.errors import fields_as_sent
@@ -85,9 +86,9 @@ def open_session(body: SessionIn, call: Authenticated) -> SessionOut:
     scope = body.user_id if body.user_id is not None else (call.who.user_id or "")
     require_scope(call.who, "sessions.open", scope)
     with call.gateway.db.transaction() as tx:
-        agent_id = agent_in(tx, call.who, body.agent).id
+        agent = agent_in(tx, call.who, body.agent)
         with fields_as_sent(user_id_scope="user_id"):
-            session = sessions.open_session(tx, call.who.scope, body.session_key, agent_id, scope)
+            session = sessions.open_session_of(tx, call.who.scope, body.session_key, agent, scope)
     return session_out(session)
 
 
@@ -137,8 +138,8 @@ def list_messages(session_key: SessionKey, call: Authenticated, *,
             raise invalid_cursor()
         after_seq = key[0]
     with call.gateway.db.transaction(write=False) as tx:
-        _session_in_reach(tx, call.who, "sessions.messages.list", session_key)
-        messages = sessions.list_messages(tx, call.who.scope, session_key, after_seq=after_seq, limit=limit + 1)
+        session = _session_in_reach(tx, call.who, "sessions.messages.list", session_key)
+        messages = sessions.session_history(tx, call.who.scope, session, after_seq=after_seq, limit=limit + 1)
     following = None
     if len(messages) > limit:
         messages = messages[:limit]
@@ -152,10 +153,22 @@ def complete_session(session_key: SessionKey, call: Authenticated) -> SessionCom
     """Complete the session and publish ``session.completed`` (with the agent's ID) in the same
     transaction. Completing it again changes nothing and publishes nothing."""
     with call.gateway.db.transaction() as tx:
-        _session_in_reach(tx, call.who, "sessions.complete", session_key)
-        session = sessions.complete_session(tx, call.who.scope, session_key)
-        event = publish_session_completed(tx, call.who.scope, session.session_key)
+        session = sessions.complete(tx, call.who.scope, _session_in_reach(tx, call.who, "sessions.complete",
+                                                                          session_key))
+        event = publish_completed(tx, call.who.scope, session)
     return SessionCompletedOut(**session_out(session).model_dump(), event_id=event.id if event else None)
+
+
+@router.delete("/sessions/{session_key:path}", operation_id="sessions.delete", status_code=204,
+               response_class=Response)
+def delete_session(session_key: SessionKey, call: Authenticated) -> Response:
+    """Delete the session and its messages (operator or higher, in any scope).  What the agent learned from it
+    stays: its memory and the episodic summaries of its completed parts.  A message sent to the same
+    conversation afterwards starts a new session.  A missing session, or one the caller may not see, is 404."""
+    with call.gateway.db.transaction() as tx:
+        _session_in_reach(tx, call.who, "sessions.delete", session_key)
+        sessions.delete_session(tx, call.who.scope, session_key)
+    return Response(status_code=204)
 
 
 @router.get("/sessions/{session_key:path}", operation_id="sessions.get", response_model=SessionOut)

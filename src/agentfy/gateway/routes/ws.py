@@ -31,7 +31,8 @@ from starlette.websockets import WebSocketDisconnect
 
 from agentfy.errors import ApiError
 from agentfy.gateway.auth import Principal, bearer, unauthorized
-from agentfy.gateway.deps import GatewayState, lookup_principal
+from agentfy.gateway.deps import GatewayState, confirm_in_first_transaction, lookup_principal
+from agentfy.gateway.routing import settle
 from agentfy.gateway.rpc.broadcast import Broadcaster, Subscriber, broadcaster_for
 from agentfy.gateway.rpc.methods import METHODS, READ_ONLY_METHODS, AuthParams, Call
 from agentfy.gateway.rpc.protocol import (
@@ -173,13 +174,13 @@ class Session:
         await self._send(error_message(request_id, error))
         await self._close(CLOSE_UNAUTHORIZED)
 
-    def _revalidate(self, *, fresh: bool = False) -> Principal:
-        """Worker thread: the credential still holds — its whole chain, as on every HTTP request (for reads the
+    def _revalidate(self) -> Principal:
+        """Worker thread: the credential still holds — its whole chain, as on every HTTP request (the
         principal cache answers until the change feed reports a revocation, removal, demotion, deletion or
-        epoch bump; ``fresh``, for writes, always asks the database) — or 401, and the connection is marked
-        for closing."""
+        epoch bump; a write confirms it in its own transaction, see :meth:`_invoke`) — or 401, and the
+        connection is marked for closing."""
         try:
-            who = lookup_principal(self.gateway, self._token, fresh=fresh, allow_expired=True)
+            who = lookup_principal(self.gateway, self._token, allow_expired=True)
         except ApiError as error:
             if error.status == 401:
                 self._revoked = True
@@ -218,13 +219,25 @@ class Session:
 
     def _invoke(self, method: str, params: dict[str, Any]) -> Any:
         """Worker thread: re-check the credential, apply the access policy (the same rule as the HTTP
-        operation), then run the method in the principal's request context."""
-        who = self._revalidate(fresh=method not in READ_ONLY_METHODS)
+        operation), then run the method in the principal's request context.  A write's credential is
+        confirmed in the database by the first transaction the method begins (before it answers if it begins
+        none), as over HTTP (:func:`agentfy.gateway.deps.confirm_in_first_transaction`): a 401 there closes
+        the connection too."""
+        who = self._revalidate()
         authorize(who, method)
         assert self.subscriber is not None
         call = Call(self.gateway, who, self.tenant_slug, self.subscriber)
-        with use(who.context()):
-            return METHODS[method](call, params)
+        if method not in READ_ONLY_METHODS:  # this call's own context (a copy per call): only its transactions
+            confirm_in_first_transaction(self.gateway, self._token, who, method, allow_expired=True)
+        try:
+            with use(who.context()):
+                result = METHODS[method](call, params)
+            settle()
+        except ApiError as error:
+            if error.status == 401:
+                self._revoked = True
+            raise
+        return result
 
     # -- events --------------------------------------------------------------------------------------------------
     async def _push_events(self) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -87,6 +87,10 @@ def _agent_pages(*, scoped: bool, stated: bool) -> Keyset[ListedSession]:
 _LOCK_STATUS: Final = sa.select(sessions.c.status).where(*_THIS).with_for_update()
 _COMPLETE: Final = (sa.update(sessions).where(*_THIS, sessions.c.status == sa.bindparam("open"))
                     .values(status=sa.bindparam("completed"), completed_at=sa.bindparam("now")))
+_COMPLETE_OPEN: Final = (sa.update(sessions).where(*_THIS, sessions.c.status == sa.bindparam("open"))
+                         .values(status=sa.bindparam("completed"), completed_at=sa.bindparam("now"))
+                         .returning(sessions.c.completed_at))
+_DELETE: Final = sa.delete(sessions).where(*_THIS)
 _INCREMENT_COMPACTION: Final = (sa.update(sessions).where(*_THIS)
                                 .values(compaction_count=sessions.c.compaction_count
                                         + sa.bindparam("step", type_=sa.Integer))
@@ -284,11 +288,20 @@ def open_session(tx: Tx, scope: Scope, session_key: str, agent_id: str, user_id_
     say where it happens, so a message can be sent into it later (``session_send``).
     """
     key = parse_session_key(session_key)
-    agent_id = parse_id(agent_id, "agent")
+    agent = agents.get_agent(tx, scope, parse_id(agent_id, "agent"))
+    return open_session_of(tx, scope, key, agent, user_id_scope, channel=channel, conversation=conversation)
+
+
+def open_session_of(tx: Tx, scope: Scope, session_key: str, agent: agents.Agent, user_id_scope: str, *,
+                    channel: str | None = None, conversation: str | None = None) -> Session:
+    """:func:`open_session` for an agent the caller read in ``tx`` (it is the scope's and live: no second
+    read of it); the other values as :func:`open_session` checks them."""
+    if agent.tenant_id != scope.tenant_id:
+        raise NotFoundError("agent", agent.id)
+    key = parse_session_key(session_key)
     user_scope = require_label(user_id_scope, field="user_id_scope", allow_empty=True)
     where = None if channel is None else require_label(channel, field="channel", max_length=50)
     name = None if conversation is None else require_label(conversation, field="conversation", max_length=500)
-    agent = agents.get_agent(tx, scope, agent_id)
     stamp = now()
     try:
         tx.execute(_INSERT, {"tenant_id": scope.tenant_id, "session_key": key, "agent_id": agent.id,
@@ -373,10 +386,7 @@ def list_messages(tx: Tx, scope: Scope, session_key: str, *, after_seq: int = 0,
     """
     key = parse_session_key(session_key)
     _check_page(after_seq, limit)
-    get_session(tx, scope, key)
-    rows = tx.all(_LIST_MESSAGES, {"tenant_id": scope.tenant_id, "session_key": key, "after_seq": after_seq,
-                                   "limit": limit})
-    return [_message(row) for row in rows]
+    return session_history(tx, scope, get_session(tx, scope, key), after_seq=after_seq, limit=limit)
 
 
 def session_history(tx: Tx, scope: Scope, session: Session, *, after_seq: int = 0,
@@ -405,6 +415,26 @@ def complete_session(tx: Tx, scope: Scope, session_key: str) -> Session:
     tx.execute(_COMPLETE, {"tenant_id": scope.tenant_id, "session_key": key, "open": "open",
                            "completed": "completed", "now": now()})
     return get_session(tx, scope, key)
+
+
+def complete(tx: Tx, scope: Scope, session: Session) -> Session:
+    """:func:`complete_session` of a session the caller read in ``tx``: the completed session, without reading
+    it again (one statement); one completed already is returned as it is."""
+    if session.status != "open":
+        return session
+    stamp = tx.scalar(_COMPLETE_OPEN, {"tenant_id": scope.tenant_id, "session_key": session.session_key,
+                                       "open": "open", "completed": "completed", "now": now()})
+    if stamp is None:  # completed (or deleted) by another transaction since it was read
+        return get_session(tx, scope, session.session_key)
+    return replace(session, status="completed", completed_at=stamp)
+
+
+def delete_session(tx: Tx, scope: Scope, session_key: str) -> None:
+    """Delete the session and its messages (what was learned from it — memory, episodic summaries — stays);
+    a missing one is :class:`NotFoundError`.  A message sent to its conversation later opens a new session."""
+    key = parse_session_key(session_key)
+    if tx.execute(_DELETE, {"tenant_id": scope.tenant_id, "session_key": key}).rowcount == 0:
+        raise NotFoundError("session", key)
 
 
 def increment_compaction(tx: Tx, scope: Scope, session_key: str) -> int:
