@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test test-fast lint typecheck pytest pytest-fast fuzz browser constraints bench bench-cutover bench-changefeed bench-instructions bench-openai-latency bench-openai-rate bench-scheduler bench-search bench-mcp clean
+.PHONY: run test test-fast lint typecheck pytest pytest-fast fuzz browser constraints bench bench-cutover bench-changefeed bench-instructions bench-openai-latency bench-openai-rate bench-scheduler bench-search bench-mcp bench-scaling clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -131,6 +131,13 @@ bench-search: $(VENV)/.installed-dev
 
 bench-mcp: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.mcp_calls
+
+# How cost grows with work, plotted into docs/benchmarks/scaling-*.png and printed as tables: the message path
+# (1, 8, 32 chats x 1, 2, 4 `agentfy serve` processes, PostgreSQL, needs wrk), search latency (10k, 100k, 1M
+# documents, both engines) and the router and change feed (1k, 100k, 1M agents).  About an hour in all;
+# `make bench-scaling CURVE=search MAX=100000` for one curve and smaller sizes.
+bench-scaling: $(VENV)/.installed-dev
+	$(BIN)/python -m bench.scaling $(if $(CURVE),--curve $(CURVE),) $(if $(MAX),--max $(MAX),)
 
 clean:
 	rm -rf $(VENV) $(CONSTRAINTS_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -207,32 +208,68 @@ def measure_detection(url: str) -> dict[str, float]:
 
 
 # -- throughput ---------------------------------------------------------------------------------------------------
-def serve(url: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+def serve(url: str, workers: int, env: dict[str, str] | None = None, *, ready_seconds: float = 90,
+          log: Path | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """``agentfy serve --workers N --no-event-workers`` on a free port, ready; ``env`` adds to the environment
+    (the admin and signing keys are always set).  With ``log``, the server's output goes to that file and it is
+    ready only once every one of the N processes has logged its application startup (``/readyz`` answers as
+    soon as the first one serves).  Stop it with :func:`stop`."""
     port = free_port()
+    output = log.open("ab") if log is not None else subprocess.DEVNULL
     process = subprocess.Popen(
         [sys.executable, "-m", "agentfy.cli", "serve", "--database-url", url, "--port", str(port), "--workers",
          str(workers), "--no-event-workers"],
-        env={**os.environ, "AGENTFY_ADMIN_API_KEY": ADMIN_KEY, "AGENTFY_SIGNING_KEY": SIGNING_KEY},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env={**os.environ, **(env or {}), "AGENTFY_ADMIN_API_KEY": ADMIN_KEY, "AGENTFY_SIGNING_KEY": SIGNING_KEY},
+        stdout=output, stderr=output)
+    if log is not None:
+        output.close()  # type: ignore[union-attr]
     base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
+    deadline = time.time() + ready_seconds
     while time.time() < deadline:
         try:
-            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200 and (
+                    log is None or log.read_text(errors="replace").count("Application startup complete") >= workers):
                 return process, base
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
-    process.kill()
+    stop(process)
     raise RuntimeError(f"agentfy serve --workers {workers} did not become ready")
 
 
+def children(pid: int) -> list[tuple[int, str]]:
+    """``pid``'s child processes as (PID, start time) pairs (Linux ``/proc``; none elsewhere or once it exited):
+    the start time tells a leftover worker from a later process that happens to get the same PID."""
+    found: list[tuple[int, str]] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            found += [(child, _started(child)) for child in map(int, task.read_text().split())]
+        except OSError:
+            continue
+    return found
+
+
+def _started(pid: int) -> str:
+    """The process's start time in clock ticks since boot (field 22 of ``/proc/PID/stat``)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2:].split()[19]
+
+
 def stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a server and, by PID, any of its worker processes that outlived it (the parent was killed)."""
+    workers = children(process.pid)
     process.terminate()
     try:
         process.wait(timeout=20)
     except subprocess.TimeoutExpired:
         process.kill()
+        process.wait(timeout=10)
+    for pid, started in workers:
+        try:
+            if _started(pid) == started:
+                os.kill(pid, signal.SIGKILL)
+        except (OSError, IndexError):
+            continue
 
 
 def measure_throughput(url: str) -> dict[int, list[float]]:

@@ -174,26 +174,41 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def measure(dialect: str, db: Database, documents: int) -> None:
-    scope, agent = load(db, documents)
-    raw, close = raw_search(db, scope, agent)
-
+def ours_search(db: Database, scope: Scope, agent: str) -> Callable[[str], object]:
+    """The measured side: ``search.search`` over the memory of SCOPE ``scope-0``, in its own read transaction."""
     def ours(query: str) -> object:
         with db.transaction(write=False) as tx:
             return search.search(tx, scope, agent_id=agent, user_id="scope-0", query=query, kinds=["memory"],
                                  limit=10)
+    return ours
 
-    hits = [len(ours(query)) for query in QUERIES]  # warm-up, and the two sides must agree
-    assert hits == [len(raw(query)) for query in QUERIES]  # type: ignore[arg-type]
-    times: dict[str, list[float]] = {"ours": [], "raw": []}
-    for round_number in range(ROUNDS):
-        sides = [("ours", ours), ("raw", raw)]
-        for query in QUERIES:
-            for name, side in sides if round_number % 2 == 0 else reversed(sides):
-                start = time.perf_counter()
-                side(query)
-                times[name].append((time.perf_counter() - start) * 1000)
-    close()
+
+def time_queries(db: Database, scope: Scope, agent: str, *,
+                 rounds: int = ROUNDS) -> tuple[list[int], dict[str, list[float]]]:
+    """Every query of :data:`QUERIES` on both sides (``ours``, ``raw``), ``rounds`` times, interleaved query by
+    query and the order swapped every round; returns the hits per query and each side's times (ms).  Raises
+    ``AssertionError`` when the two sides find different numbers of hits."""
+    raw, close = raw_search(db, scope, agent)
+    ours = ours_search(db, scope, agent)
+    try:
+        hits = [len(ours(query)) for query in QUERIES]  # type: ignore[arg-type]  # warm-up, and the sides agree
+        assert hits == [len(raw(query)) for query in QUERIES]  # type: ignore[arg-type]
+        times: dict[str, list[float]] = {"ours": [], "raw": []}
+        for round_number in range(rounds):
+            sides = [("ours", ours), ("raw", raw)]
+            for query in QUERIES:
+                for name, side in sides if round_number % 2 == 0 else reversed(sides):
+                    start = time.perf_counter()
+                    side(query)
+                    times[name].append((time.perf_counter() - start) * 1000)
+    finally:
+        close()
+    return hits, times
+
+
+def measure(dialect: str, db: Database, documents: int) -> None:
+    scope, agent = load(db, documents)
+    hits, times = time_queries(db, scope, agent)
     p50 = {name: statistics.median(values) for name, values in times.items()}
     p99 = {name: percentile(values, 0.99) for name, values in times.items()}
     label = f"{dialect}: search, {documents:,} documents"
