@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test test-fast lint typecheck pytest pytest-fast fuzz browser constraints bench bench-cutover bench-changefeed bench-instructions bench-openai-latency bench-openai-rate bench-scheduler bench-search bench-mcp bench-scaling clean
+.PHONY: wrk run test test-fast lint typecheck pytest pytest-fast fuzz browser constraints bench bench-cutover bench-changefeed bench-instructions bench-openai-latency bench-openai-rate bench-scheduler bench-search bench-mcp bench-scaling clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,13 @@ browser:
 		|| { apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null; }; \
 	else echo "chromium/chromium-driver absent and not root: the web chat page's browser test will be skipped"; fi
 
+# wrk drives the benchmarks' HTTP load and the scaling benchmark's test (Debian's package, as root).
+wrk:
+	@if command -v wrk >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get install -y -q wrk >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q wrk >/dev/null; }; \
+	else echo "wrk absent and not root: the scaling benchmark's message-path test will be skipped"; fi
+
 # The suite runs on two worker processes (pytest-xdist): serially it takes longer than its budget of
 # 20 minutes on a 2-core machine.  Each worker has its own PostgreSQL databases, SQLite files and temporary
 # directory; `--dist worksteal` lets an idle worker take queued tests from a busy one, so a few long tests at the
@@ -48,7 +55,7 @@ browser:
 PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist worksteal
 
-pytest: $(VENV)/.installed-dev browser
+pytest: $(VENV)/.installed-dev browser wrk
 	$(BIN)/pytest $(PYTEST_PARALLEL)
 
 test: lint typecheck pytest

@@ -3,7 +3,7 @@
 Each test runs ``python -m bench.scaling``'s ``main`` in this process with the smallest sizes (1 chat and 1
 gateway process; 1,000 documents; 1,000 agents), one round, the plots into a temporary directory.  The
 PostgreSQL parts need the server (skipped with the reason without one, an error under ``CI=true``); the message
-path needs ``wrk`` as well.
+path needs ``wrk`` as well (``make test`` installs it as root; skipped without it, an error under ``CI=true``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench import scaling
+from tests.helpers.databases import IN_CI
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -56,7 +57,10 @@ def test_search_curve_on_both_engines(capsys: pytest.CaptureFixture[str], tmp_pa
 def test_message_path_curve_through_a_real_server(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                   pg_server: str) -> None:
     if shutil.which("wrk") is None:
-        pytest.skip("wrk is not installed (apt-get install wrk): the message path is driven by it")
+        reason = "wrk is not installed (`make wrk`, or apt-get install wrk): the message path is driven by it"
+        if IN_CI:
+            pytest.fail(f"{reason}; under CI=true this test must run")
+        pytest.skip(reason)
     out = run(capsys, tmp_path, "--curve", "messages", "--processes", "1", "--chats", "1", "--seconds", "1")
     assert_png(tmp_path / "scaling-message-path.png")
     assert "## message path" in out
