@@ -91,6 +91,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench.gateway
 	$(BIN)/python -m bench.runtime
 	$(BIN)/python -m bench.api_mix
+	$(BIN)/python -m bench.openai_rate
 
 # Instruction counts (callgrind) of the store's one-per-transaction look-up vs the raw driver: a ratio that load
 # on the machine cannot move (needs valgrind: apt-get install valgrind).
