@@ -1,8 +1,8 @@
 """The OpenAI-compatible endpoint's rate against calling the runtime directly, both on the offline model, in the
 same run.
 
-Run: ``make bench`` or ``make bench-openai-rate`` (or ``.venv/bin/python -m bench.openai_rate``).  On 127.0.0.1 only, embedded
-SQLite: one agent on the offline model (the default), and one person's key.
+Run: ``make bench`` or ``make bench-openai-rate`` (or ``.venv/bin/python -m bench.openai_rate``).  On 127.0.0.1
+only, embedded SQLite: one agent on the offline model (the default), and one person's key.
 
 * **endpoint**: ``POST /v1/chat/completions`` (not streamed, a one-off conversation) to the gateway
   (``agentfy.gateway.server:app_from_env``, one uvicorn process), one request after the other on a keep-alive

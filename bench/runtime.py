@@ -16,7 +16,9 @@ A round trip starts when the client sends the update and ends when the fake serv
 chat.  Closed loop: ``N`` chats talk at once, each sending its next message when its reply arrived; every chat
 is a conversation of ``TURNS_PER_CHAT`` messages, then a new chat starts (sessions stay short, so every round
 measures the same work).  Rounds alternate between ours and bare; each figure is the median over the rounds
-(the per-round rate, p50 and p99).  SQLite by default; PostgreSQL too when the server of ``bench.postgres``
+(the per-round rate, p50 and p99).  Goal, at each load: ours at least :data:`RATE_GOAL` of the bare webhook's
+rate, and its p50 at most :data:`P50_OVERHEAD_GOAL_MS` above the bare p50.  SQLite by default; PostgreSQL
+too when the server of ``bench.postgres``
 (``$AGENTFY_BENCH_PG_URL``, default the local one) is reachable.
 """
 
@@ -52,6 +54,10 @@ ROUND_SECONDS = 3.0
 #: Chats talking at once: 1 shows the latency of a lone message, 8 the throughput under concurrent chats.
 LOADS = (1, 8)
 TURNS_PER_CHAT = 10
+#: Ours against the bare webhook: at least this share of its rate…
+RATE_GOAL = 0.8
+#: …and a median round trip at most this much longer (milliseconds).
+P50_OVERHEAD_GOAL_MS = 3.0
 REPLY_TIMEOUT_SECONDS = 10.0
 BOT = "BenchSupportBot"
 BOT_TOKEN = "123456:bench-token"
@@ -210,7 +216,16 @@ async def compare(dialect: str, fake: FakeTelegram, ours: str, bare: str) -> lis
         lines.append(f"{dialect:<10} {chats} chat(s) at once  ours {o_rate:>7,.0f} msg/s  p50 {o_p50:6.1f} ms  "
                      f"p99 {o_p99:6.1f} ms | bare {b_rate:>7,.0f} msg/s  p50 {b_p50:5.1f} ms  p99 {b_p99:5.1f} ms"
                      f" | rate {o_rate / b_rate:4.2f}x, p50 {o_p50 / b_p50:4.1f}x the bare (medians of {ROUNDS})")
+        lines.append(verdict(dialect, chats, o_rate / b_rate, o_p50 - b_p50))
     return lines
+
+
+def verdict(dialect: str, chats: int, ratio: float, overhead_ms: float) -> str:
+    """The goal's line for one load: the rate ratio and the p50 overhead, each met or not."""
+    rate_met = "met" if ratio >= RATE_GOAL else "NOT met"
+    p50_met = "met" if overhead_ms < P50_OVERHEAD_GOAL_MS else "NOT met"
+    return (f"{dialect:<10} {chats} chat(s) goal: rate >= {RATE_GOAL:.2f}x: {ratio:4.2f}x {rate_met}; p50 overhead "
+            f"< {P50_OVERHEAD_GOAL_MS:.0f} ms: {overhead_ms:+.1f} ms {p50_met}")
 
 
 async def serve_fake(fake: FakeTelegram, port: int) -> uvicorn.Server:

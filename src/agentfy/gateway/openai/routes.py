@@ -127,11 +127,11 @@ async def create_chat_completion(body: ChatCompletionRequest, call: Authenticate
     # The body written directly: every value is built here, in the shape of ChatCompletion (the documented
     # response model), so validating it against that model again and serializing it through pydantic would
     # only cost time on every message.
-    body = {"id": chunks.id, "object": "chat.completion", "created": chunks.created, "model": agent_key,
+    answer = {"id": chunks.id, "object": "chat.completion", "created": chunks.created, "model": agent_key,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text},
                          "finish_reason": "stop", "logprobs": None}],
             "usage": sse.usage_of(reply.usage)}
-    return Response(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8"),
+    return Response(json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode("utf-8"),
                     media_type="application/json")
 
 
