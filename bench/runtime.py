@@ -59,6 +59,8 @@ RATE_GOAL = 0.8
 #: …and a median round trip at most this much longer (milliseconds).
 P50_OVERHEAD_GOAL_MS = 3.0
 REPLY_TIMEOUT_SECONDS = 10.0
+#: A loaded machine may take long to import and start a server.
+START_SECONDS = 120.0
 BOT = "BenchSupportBot"
 BOT_TOKEN = "123456:bench-token"
 SECRET = "bench-secret-token-0123456789"
@@ -244,7 +246,8 @@ async def bench_dialect(dialect: str, url: str, bare: str, fake: FakeTelegram, f
     env = {"AGENTFY_DATABASE_URL": url, "AGENTFY_SIGNING_KEY": SIGNING_KEY, "AGENTFY_SERVE_EVENT_WORKERS": "false",
            "AGENTFY_CREDENTIALS_KEY": CREDENTIALS_KEY, "AGENTFY_TELEGRAM_API_BASE": fake_base,
            "AGENTFY_WORKSPACE_ROOT": workspace, "AGENTFY_LOG_LEVEL": "warning"}
-    ours = await asyncio.to_thread(start, "agentfy.gateway.server:app_from_env", port, env, os.getcwd(), True)
+    ours = await asyncio.to_thread(start, "agentfy.gateway.server:app_from_env", port, env, os.getcwd(), True,
+                                  ready_seconds=START_SECONDS)
     try:
         return await compare(dialect, fake, f"http://127.0.0.1:{port}", bare)
     finally:
@@ -260,7 +263,8 @@ async def run_all(targets: list[tuple[str, str]], tmp: str) -> None:
     Path(tmp, "bare_app.py").write_text(BARE_APP)
     bare_port = free_port()
     bare = await asyncio.to_thread(start, "bare_app:app", bare_port,
-                                   {"PYTHONPATH": tmp, "BARE_TELEGRAM_API_BASE": fake_base}, tmp, False)
+                                   {"PYTHONPATH": tmp, "BARE_TELEGRAM_API_BASE": fake_base}, tmp, False,
+                                   ready_seconds=START_SECONDS)
     try:
         for dialect, url in targets:
             for line in await bench_dialect(dialect, url, f"http://127.0.0.1:{bare_port}", fake, fake_base,
