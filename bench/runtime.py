@@ -12,8 +12,9 @@ Run: ``make bench`` (or ``.venv/bin/python -m bench.runtime``).  On 127.0.0.1 on
 * **bare**: a FastAPI app (one uvicorn process, the same settings) whose webhook route takes the same update
   JSON, answers 200 and then sends ``sendMessage`` to the same fake server — nothing else.
 
-A round trip starts when the client sends the update and ends when the fake server receives the reply for that
-chat.  Closed loop: ``N`` chats talk at once, each sending its next message when its reply arrived; every chat
+A round trip starts when the client sends the update and ends when the fake server receives the whole reply for
+that chat (a streamed reply's ``sendMessage`` carries its first piece; the edit that completes it ends the trip).
+Closed loop: ``N`` chats talk at once, each sending its next message when its reply arrived; every chat
 is a conversation of ``TURNS_PER_CHAT`` messages, then a new chat starts (sessions stay short, so every round
 measures the same work).  Rounds alternate between ours and bare; each figure is the median over the rounds
 (the per-round rate, p50 and p99).  Goal, at each load: ours at least :data:`RATE_GOAL` of the bare webhook's
@@ -91,9 +92,11 @@ async def webhook(bot: str, request: Request, background: BackgroundTasks) -> di
 
 @dataclass
 class FakeTelegram:
-    """The Bot API's ``sendMessage``, in this process: each call completes the waiter of its chat."""
+    """The Bot API's ``sendMessage`` and ``editMessageText``, in this process: the whole reply completes the waiter
+of its chat."""
 
     waiting: dict[int, asyncio.Future[tuple[float, str]]] = field(default_factory=dict)
+    expected: dict[int, str] = field(default_factory=dict)
     received: int = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
@@ -107,12 +110,20 @@ class FakeTelegram:
             if not event.get("more_body"):
                 break
         arrived = time.perf_counter()
-        if scope["path"].endswith("/sendMessage"):
+        if scope["path"].endswith(("/sendMessage", "/editMessageText")):
             self.received += 1
             message = json.loads(body)
-            waiter = self.waiting.pop(int(message["chat_id"]), None)
+            chat, text = int(message["chat_id"]), str(message["text"])
+            # A streamed reply is sent with its first piece and edited as the rest arrives: the round trip
+            # ends when the chat shows the whole reply (the expected text), or any text that is not a prefix
+            # of it (a wrong reply, reported as such).
+            expected = self.expected.get(chat)
+            if expected is not None and text != expected and expected.startswith(text):
+                text = ""
+            waiter = self.waiting.pop(chat, None) if text else None
             if waiter is not None and not waiter.done():
-                waiter.set_result((arrived, str(message["text"])))
+                self.expected.pop(chat, None)
+                waiter.set_result((arrived, text))
         answer = b'{"ok":true,"result":{"message_id":1}}'
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(answer)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -163,6 +174,7 @@ async def one_round(fake: FakeTelegram, base: str, chats: int, expect: Callable[
                         "from": {"id": chat, "is_bot": False}, "text": text}}
                     waiter: asyncio.Future[tuple[float, str]] = loop.create_future()
                     fake.waiting[chat] = waiter
+                    fake.expected[chat] = expect(text)
                     sent = time.perf_counter()
                     try:
                         response = await client.post(WEBHOOK, json=update, headers=headers)
