@@ -71,6 +71,7 @@ from agentfy.store.repos.memory import MemoryDocumentInput
 from bench.gateway import SIGNING_KEY, free_port, start
 from bench.harness import header
 from bench.store import databases
+from bench.verdicts import record
 
 #: The mix: get and list agents, send a message to an agent on the offline model, list a session's messages,
 #: search memory, open and delete a session.
@@ -449,8 +450,9 @@ def line(dialect: str, name: str, ours: Run, bare: Run, rounds: int, *, goal: bo
     ratio, p99 = ours.rate / bare.rate, ours.p99_ms / bare.p99_ms
     verdict = ""
     if goal:
-        verdict = (f"  goal >= {RATE_GOAL:.1f}x and p99 <= {P99_GOAL:.1f}x: "
-                   f"{'met' if ratio >= RATE_GOAL and p99 <= P99_GOAL else 'NOT met'}")
+        met = ratio >= RATE_GOAL and p99 <= P99_GOAL
+        verdict = f"  goal >= {RATE_GOAL:.1f}x and p99 <= {P99_GOAL:.1f}x: {'met' if met else 'NOT met'}"
+        record("api-mix", f"{dialect} {name}", f"{ratio:.2f}x rate, p99 {p99:.2f}x", met=met)
     return (f"{dialect:<10} {name:<24} ours {ours.rate:>7,.0f}/s p99 {ours.p99_ms:6.1f} ms | bare "
             f"{bare.rate:>7,.0f}/s p99 {bare.p99_ms:6.1f} ms | {ratio:4.2f}x rate, p99 {p99:4.2f}x "
             f"(medians of {rounds}){verdict}")

@@ -12,11 +12,14 @@ Run: ``make bench`` (or ``.venv/bin/python -m bench.runtime``).  On 127.0.0.1 on
 * **bare**: a FastAPI app (one uvicorn process, the same settings) whose webhook route takes the same update
   JSON, answers 200 and then sends ``sendMessage`` to the same fake server — nothing else.
 
-A round trip starts when the client sends the update and ends when the fake server receives the reply for that
-chat.  Closed loop: ``N`` chats talk at once, each sending its next message when its reply arrived; every chat
+A round trip starts when the client sends the update and ends when the fake server receives the whole reply for
+that chat (a streamed reply's ``sendMessage`` carries its first piece; the edit that completes it ends the trip).
+Closed loop: ``N`` chats talk at once, each sending its next message when its reply arrived; every chat
 is a conversation of ``TURNS_PER_CHAT`` messages, then a new chat starts (sessions stay short, so every round
 measures the same work).  Rounds alternate between ours and bare; each figure is the median over the rounds
-(the per-round rate, p50 and p99).  SQLite by default; PostgreSQL too when the server of ``bench.postgres``
+(the per-round rate, p50 and p99).  Goal, at each load: ours at least :data:`RATE_GOAL` of the bare webhook's
+rate, and its p50 at most :data:`P50_OVERHEAD_GOAL_MS` above the bare p50.  SQLite by default; PostgreSQL
+too when the server of ``bench.postgres``
 (``$AGENTFY_BENCH_PG_URL``, default the local one) is reachable.
 """
 
@@ -46,13 +49,20 @@ from agentfy.store.repos.credentials import CredentialCipher
 from bench.gateway import SIGNING_KEY, free_port, start
 from bench.harness import header
 from bench.store import databases
+from bench.verdicts import record
 
 ROUNDS = 5
 ROUND_SECONDS = 3.0
 #: Chats talking at once: 1 shows the latency of a lone message, 8 the throughput under concurrent chats.
 LOADS = (1, 8)
 TURNS_PER_CHAT = 10
+#: Ours against the bare webhook: at least this share of its rate…
+RATE_GOAL = 0.8
+#: …and a median round trip at most this much longer (milliseconds).
+P50_OVERHEAD_GOAL_MS = 3.0
 REPLY_TIMEOUT_SECONDS = 10.0
+#: A loaded machine may take long to import and start a server.
+START_SECONDS = 120.0
 BOT = "BenchSupportBot"
 BOT_TOKEN = "123456:bench-token"
 SECRET = "bench-secret-token-0123456789"
@@ -83,9 +93,11 @@ async def webhook(bot: str, request: Request, background: BackgroundTasks) -> di
 
 @dataclass
 class FakeTelegram:
-    """The Bot API's ``sendMessage``, in this process: each call completes the waiter of its chat."""
+    """The Bot API's ``sendMessage`` and ``editMessageText``, in this process: the whole reply completes the waiter
+of its chat."""
 
     waiting: dict[int, asyncio.Future[tuple[float, str]]] = field(default_factory=dict)
+    expected: dict[int, str] = field(default_factory=dict)
     received: int = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
@@ -99,12 +111,20 @@ class FakeTelegram:
             if not event.get("more_body"):
                 break
         arrived = time.perf_counter()
-        if scope["path"].endswith("/sendMessage"):
+        if scope["path"].endswith(("/sendMessage", "/editMessageText")):
             self.received += 1
             message = json.loads(body)
-            waiter = self.waiting.pop(int(message["chat_id"]), None)
+            chat, text = int(message["chat_id"]), str(message["text"])
+            # A streamed reply is sent with its first piece and edited as the rest arrives: the round trip
+            # ends when the chat shows the whole reply (the expected text), or any text that is not a prefix
+            # of it (a wrong reply, reported as such).
+            expected = self.expected.get(chat)
+            if expected is not None and text != expected and expected.startswith(text):
+                text = ""
+            waiter = self.waiting.pop(chat, None) if text else None
             if waiter is not None and not waiter.done():
-                waiter.set_result((arrived, str(message["text"])))
+                self.expected.pop(chat, None)
+                waiter.set_result((arrived, text))
         answer = b'{"ok":true,"result":{"message_id":1}}'
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(answer)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -155,6 +175,7 @@ async def one_round(fake: FakeTelegram, base: str, chats: int, expect: Callable[
                         "from": {"id": chat, "is_bot": False}, "text": text}}
                     waiter: asyncio.Future[tuple[float, str]] = loop.create_future()
                     fake.waiting[chat] = waiter
+                    fake.expected[chat] = expect(text)
                     sent = time.perf_counter()
                     try:
                         response = await client.post(WEBHOOK, json=update, headers=headers)
@@ -210,7 +231,18 @@ async def compare(dialect: str, fake: FakeTelegram, ours: str, bare: str) -> lis
         lines.append(f"{dialect:<10} {chats} chat(s) at once  ours {o_rate:>7,.0f} msg/s  p50 {o_p50:6.1f} ms  "
                      f"p99 {o_p99:6.1f} ms | bare {b_rate:>7,.0f} msg/s  p50 {b_p50:5.1f} ms  p99 {b_p99:5.1f} ms"
                      f" | rate {o_rate / b_rate:4.2f}x, p50 {o_p50 / b_p50:4.1f}x the bare (medians of {ROUNDS})")
+        lines.append(verdict(dialect, chats, o_rate / b_rate, o_p50 - b_p50))
     return lines
+
+
+def verdict(dialect: str, chats: int, ratio: float, overhead_ms: float) -> str:
+    """The goal's line for one load: the rate ratio and the p50 overhead, each met or not."""
+    rate_met = "met" if ratio >= RATE_GOAL else "NOT met"
+    p50_met = "met" if overhead_ms < P50_OVERHEAD_GOAL_MS else "NOT met"
+    record("telegram", f"{dialect}, {chats} chat(s)", f"{ratio:.2f}x rate, p50 {overhead_ms:+.1f} ms",
+           met=ratio >= RATE_GOAL and overhead_ms < P50_OVERHEAD_GOAL_MS)
+    return (f"{dialect:<10} {chats} chat(s) goal: rate >= {RATE_GOAL:.2f}x: {ratio:4.2f}x {rate_met}; p50 overhead "
+            f"< {P50_OVERHEAD_GOAL_MS:.0f} ms: {overhead_ms:+.1f} ms {p50_met}")
 
 
 async def serve_fake(fake: FakeTelegram, port: int) -> uvicorn.Server:
@@ -229,7 +261,8 @@ async def bench_dialect(dialect: str, url: str, bare: str, fake: FakeTelegram, f
     env = {"AGENTFY_DATABASE_URL": url, "AGENTFY_SIGNING_KEY": SIGNING_KEY, "AGENTFY_SERVE_EVENT_WORKERS": "false",
            "AGENTFY_CREDENTIALS_KEY": CREDENTIALS_KEY, "AGENTFY_TELEGRAM_API_BASE": fake_base,
            "AGENTFY_WORKSPACE_ROOT": workspace, "AGENTFY_LOG_LEVEL": "warning"}
-    ours = await asyncio.to_thread(start, "agentfy.gateway.server:app_from_env", port, env, os.getcwd(), True)
+    ours = await asyncio.to_thread(start, "agentfy.gateway.server:app_from_env", port, env, os.getcwd(), True,
+                                  ready_seconds=START_SECONDS)
     try:
         return await compare(dialect, fake, f"http://127.0.0.1:{port}", bare)
     finally:
@@ -245,7 +278,8 @@ async def run_all(targets: list[tuple[str, str]], tmp: str) -> None:
     Path(tmp, "bare_app.py").write_text(BARE_APP)
     bare_port = free_port()
     bare = await asyncio.to_thread(start, "bare_app:app", bare_port,
-                                   {"PYTHONPATH": tmp, "BARE_TELEGRAM_API_BASE": fake_base}, tmp, False)
+                                   {"PYTHONPATH": tmp, "BARE_TELEGRAM_API_BASE": fake_base}, tmp, False,
+                                   ready_seconds=START_SECONDS)
     try:
         for dialect, url in targets:
             for line in await bench_dialect(dialect, url, f"http://127.0.0.1:{bare_port}", fake, fake_base,

@@ -158,6 +158,28 @@ def test_a_dm_is_in_the_senders_scope(gateway: Gateway, bound: str) -> None:
     assert body == {"chat_id": SENDER, "text": "echo: hi there"}
 
 
+def test_an_update_is_verified_and_read_in_one_transaction(gateway: Gateway, bound: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The binding, the agent's policy and the bot token in one read (each one a round trip on PostgreSQL);
+    the reply is sent with that token, never read again."""
+    db = gateway.state.db
+    begun: list[bool] = []
+    transaction = db.transaction
+
+    def counted(*, write: bool = True) -> Any:
+        begun.append(write)
+        return transaction(write=write)
+
+    monkeypatch.setattr(db, "transaction", counted)
+    assert post(gateway, message(chat_id=SENDER, chat_type="private", text="hi there")).status_code == 200
+    assert begun == [False]
+    ((_, _, body),) = gateway.platforms.requests
+    assert body == {"chat_id": SENDER, "text": "echo: hi there"}
+    begun.clear()
+    assert post(gateway, message(chat_id=SENDER, chat_type="private", text="hi"), secret="wrong").status_code == 401
+    assert begun == [False] and len(gateway.platforms.requests) == 1
+
+
 @pytest.mark.parametrize("text", ["/ask@SupportBot what now", "hey @supportbot!", "@SUPPORTBOT ping"])
 def test_mentions_and_commands_in_any_case_address_the_bot(gateway: Gateway, bound: str, text: str) -> None:
     assert post(gateway, message(text=text)).json() == {"ok": True}

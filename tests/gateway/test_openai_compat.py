@@ -16,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from agentfy.gateway.app import create_app
+from agentfy.gateway.openai.schemas import ChatCompletion
 from agentfy.identity import Scope
 from agentfy.runtime.conversation import conversation_key
 from agentfy.store.db import Database
@@ -80,6 +81,16 @@ def test_a_completion_answers_with_the_agents_reply_and_usage(served: Served) ->
     by_id = served.client().chat.completions.create(model=served.bot.id, messages=[
         {"role": "user", "content": [{"type": "text", "text": "by"}, {"type": "text", "text": "id"}]}])
     assert by_id.choices[0].message.content == "@bot heard: by\nid"
+
+
+def test_the_raw_completion_is_json_of_the_documented_model_with_text_unescaped(served: Served) -> None:
+    answer = httpx.post(f"{served.base}/v1/chat/completions", headers={"Authorization": f"Bearer {served.key}"},
+                        json={"model": "bot", "messages": [{"role": "user", "content": "grüß dich 🙂"}]}, timeout=30)
+    assert answer.status_code == 200 and answer.headers["content-type"] == "application/json"
+    body = answer.json()
+    assert ChatCompletion.model_validate(body).model_dump(mode="json") == body  # every field, nothing more
+    assert body["choices"][0]["message"]["content"] == "@bot heard: grüß dich 🙂"
+    assert "grüß dich 🙂".encode() in answer.content  # UTF-8, as the rest of the API answers
 
 
 def test_a_stream_sends_the_role_then_the_pieces_then_stop_then_usage(served: Served) -> None:

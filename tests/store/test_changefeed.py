@@ -4,6 +4,7 @@ engines; on PostgreSQL through a listening connection that survives being killed
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentfy.identity import Scope
-from agentfy.store.changefeed import Change, ChangeFormatError
+from agentfy.store.changefeed import KINDS, Change, ChangeFormatError
 from agentfy.store.changefeed.changes import CHANNEL, PAYLOAD_LIMIT_BYTES
 from agentfy.store.changefeed.listener import APPLICATION_NAME
 from agentfy.store.db import Database
@@ -66,6 +67,39 @@ def test_encode_refuses_unknown_changes_and_payloads_over_the_limit() -> None:
         Change("agent", "exploded", None, None).encode()
     with pytest.raises(ValueError, match="exceeds the 7999-byte"):
         Change("agent", "updated", "t", "i", "k" * PAYLOAD_LIMIT_BYTES).encode()
+
+
+_texts = st.none() | st.text(max_size=120)
+
+
+@given(st.sampled_from(sorted((kind, op) for kind, ops in KINDS.items() for op in ops)), _texts, _texts, _texts,
+       _texts, st.none() | st.floats(min_value=0, max_value=4e9))
+def test_the_payload_is_the_compact_ascii_json_of_the_wire_fields(kind_op: tuple[str, str], tenant: str | None,
+                                                                  subject: str | None, key: str | None,
+                                                                  previous: str | None, at: float | None) -> None:
+    change = Change(*kind_op, tenant, subject, key, previous, at)
+    wire = {"v": 1, "k": kind_op[0], "o": kind_op[1], "t": tenant, "i": subject, "n": key, "p": previous, "a": at}
+    expected = json.dumps({name: value for name, value in wire.items() if value is not None}, separators=(",", ":"),
+                          ensure_ascii=True)
+    assert change.encode() == expected
+    assert Change.decode(expected) == change
+    change.check()  # what encodes is accepted when recorded
+
+
+@pytest.mark.parametrize("key", ["k" * PAYLOAD_LIMIT_BYTES, "\U0001f600" * 700, "\u00e9" * 1400])
+def test_check_refuses_what_encode_refuses(key: str) -> None:
+    change = Change("agent", "updated", "t", "i", key)
+    with pytest.raises(ValueError, match="exceeds the 7999-byte"):
+        change.encode()
+    with pytest.raises(ValueError, match="exceeds the 7999-byte"):
+        change.check()
+    with pytest.raises(ValueError, match=r"unknown change agent\.exploded"):
+        Change("agent", "exploded", None, None).check()
+
+
+def test_a_transaction_refuses_an_oversized_change_when_it_is_recorded(db: Database) -> None:
+    with pytest.raises(ValueError, match="exceeds the 7999-byte"), db.transaction() as tx:
+        tx.record_change(Change("agent", "updated", "org-t", "i", "\U0001f600" * 700))
 
 
 @given(st.text(max_size=200))

@@ -52,10 +52,16 @@ def policy_of(db: Database, binding: ChannelBinding) -> ChannelPolicy:
         return channel_access.get_policy(tx, binding.scope, binding.agent_id)
 
 
+def reads_senders(policy: ChannelPolicy, *, direct: bool) -> bool:
+    """Whether :func:`admit` has to read the agent's senders for a message (else it admits it at once): a
+    webhook skips the worker thread and the transaction for the commonest case, an open DM or a group."""
+    return direct and policy.dm_policy != "open"
+
+
 def admit(db: Database, binding: ChannelBinding, policy: ChannelPolicy, sender_id: str, *,
           direct: bool) -> Verdict:
     """The verdict on one message of ``sender_id`` (see the module docstring); ``direct``: a DM."""
-    if not direct or policy.dm_policy == "open":
+    if not reads_senders(policy, direct=direct):
         return ADMITTED
     scope, agent_id = binding.scope, binding.agent_id
     with db.transaction(write=False) as tx:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from dataclasses import dataclass
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
@@ -29,7 +30,9 @@ from agentfy.channels.telegram_api import send_reply
 from agentfy.channels.telegram_stream import TelegramReply
 from agentfy.channels.telegram_updates import TelegramUpdate
 from agentfy.errors import ApiError
+from agentfy.store.repos import channel_access
 from agentfy.store.repos import channels as bindings
+from agentfy.store.repos.channel_access import ChannelPolicy
 from agentfy.store.repos.channels import ChannelBinding
 
 SECRET_HEADER: Final = "x-telegram-bot-api-secret-token"  # noqa: S105 - a header name
@@ -49,27 +52,62 @@ def refused() -> ApiError:
     return ApiError(401, "unauthorized", f"the {SECRET_HEADER} header does not match this bot's secret token")
 
 
+@dataclass(frozen=True, slots=True)
+class _Verified:
+    """What one transaction read for a request whose secret token matched: the agent's access policy and the
+    bot token (``None``: read it when replying, as a binding whose token cannot be read now is)."""
+
+    policy: ChannelPolicy
+    token: str | None
+
+
 async def verify_telegram(request: Request, bot: str) -> ChannelBinding:
-    """The binding of the bot named in the path, if the request carries its secret token; else 401."""
+    """The binding of the bot named in the path, if the request carries its secret token; else 401.
+
+    One hop to a worker thread and one read transaction per update: the binding is found and its secret
+    compared there, and only once it matched are the agent's policy and the bot token read in the same
+    transaction (kept on ``request.state`` for :func:`telegram_webhook`): each hop and transaction is a
+    round trip on PostgreSQL, and an update used to take four of each."""
     state = channels_of(request)
     secret = request.headers.get(SECRET_HEADER, "")
     try:
         address, _ = telegram.parse_bot_username(bot)
     except ValueError:
         address = ""
-    binding = None
+    digest = secret_digest(secret)
+    found: tuple[ChannelBinding, _Verified] | None = None
     if address and 0 < len(secret) <= SECRET_MAX_LENGTH:
-        binding = await run_in_threadpool(_find, state, address)
-    expected = binding.verifier if binding is not None else _NOTHING
-    matches = hmac.compare_digest(secret_digest(secret), expected)  # the same work for an unknown bot
-    if binding is None or not matches:
+        found = await run_in_threadpool(_find_verified, state, address, digest)
+    else:
+        hmac.compare_digest(digest, _NOTHING)  # the same work for a request refused before the look-up
+    if found is None:
         raise refused()
-    return binding
+    request.state.telegram = found[1]
+    return found[0]
 
 
-def _find(state: ChannelState, address: str) -> ChannelBinding | None:
+def _find_verified(state: ChannelState, address: str, digest: str) -> tuple[ChannelBinding, _Verified] | None:
+    """The binding of ``address`` and what the webhook reads of it, if ``digest`` is its secret's; else
+    ``None`` (the comparison is made, in constant time, whether or not the bot exists)."""
     with state.db.transaction(write=False) as tx:
-        return bindings.find_binding(tx, "telegram", address)
+        binding = bindings.find_binding(tx, "telegram", address)
+        matches = hmac.compare_digest(digest, binding.verifier if binding is not None else _NOTHING)
+        if binding is None or not matches:
+            return None
+        policy = channel_access.get_policy(tx, binding.scope, binding.agent_id)
+        try:
+            token = bindings.bot_token(tx, state.cipher(), binding)
+        except Exception:  # no key, a token that does not decrypt: the reply reports it, as it always did
+            token = None
+    return binding, _Verified(policy, token)
+
+
+def _verified(request: Request, state: ChannelState, binding: ChannelBinding) -> _Verified:
+    """What :func:`verify_telegram` read for this request (read again if the route was called without it)."""
+    verified = getattr(request.state, "telegram", None)
+    if isinstance(verified, _Verified):
+        return verified
+    return _Verified(access.policy_of(state.db, binding), None)
 
 
 def _token(state: ChannelState, binding: ChannelBinding) -> str | None:
@@ -86,12 +124,14 @@ async def telegram_webhook(bot: str, request: Request, binding: TelegramBot,
     """Accept one update for the bot (see the module docstring)."""
     state = channels_of(request)
     update = parse_body(TelegramUpdate, await request.body())
-    policy = await run_in_threadpool(access.policy_of, state.db, binding)
+    verified = _verified(request, state, binding)
+    policy = verified.policy
     found = telegram.addressed(update, binding, group_policy=policy.group_policy)
     if isinstance(found, str):
         return {"ok": True, "ignored": found}
-    verdict = await run_in_threadpool(access.admit, state.db, binding, policy, found.sender_id,
-                                      direct=not found.in_group)
+    direct = not found.in_group
+    verdict = (await run_in_threadpool(access.admit, state.db, binding, policy, found.sender_id, direct=direct)
+               if access.reads_senders(policy, direct=direct) else access.ADMITTED)
     if not verdict.admitted:
         if verdict.reply is not None:
             background.add_task(_tell, state, binding, found, verdict.reply)
@@ -99,6 +139,8 @@ async def telegram_webhook(bot: str, request: Request, binding: TelegramBot,
     handler = state.require_handler()
 
     async def token() -> str:
+        if verified.token is not None:
+            return verified.token
         found_token = await run_in_threadpool(_token, state, binding)
         if found_token is None:
             raise ValueError(f"the binding of @{binding.name} has no bot token")

@@ -13,12 +13,13 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from datetime import datetime
 from typing import Any, Final
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
@@ -123,10 +124,15 @@ async def create_chat_completion(body: ChatCompletionRequest, call: Authenticate
         return StreamingResponse(sse.stream(chunks, task, first, pieces, include_usage=include_usage),
                                  media_type=sse.MEDIA_TYPE, headers={"Cache-Control": "no-cache"})
     reply = await _run(call.gateway, inbound, one_off, None)
-    return {"id": chunks.id, "object": "chat.completion", "created": chunks.created, "model": agent_key,
+    # The body written directly: every value is built here, in the shape of ChatCompletion (the documented
+    # response model), so validating it against that model again and serializing it through pydantic would
+    # only cost time on every message.
+    answer = {"id": chunks.id, "object": "chat.completion", "created": chunks.created, "model": agent_key,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text},
                          "finish_reason": "stop", "logprobs": None}],
             "usage": sse.usage_of(reply.usage)}
+    return Response(json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode("utf-8"),
+                    media_type="application/json")
 
 
 def _models(gateway: GatewayState, who: Principal) -> ModelList:

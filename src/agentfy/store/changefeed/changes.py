@@ -26,7 +26,8 @@ The wire format is compact JSON with ``"v": 1``; PostgreSQL limits a notificatio
 from __future__ import annotations
 
 import json
-from typing import Any, Final, NamedTuple
+from json.encoder import encode_basestring_ascii
+from typing import Final, NamedTuple
 
 WIRE_VERSION: Final = 1
 #: The notification channel every agentfy process listens on.
@@ -49,6 +50,14 @@ KINDS: Final[dict[str, frozenset[str]]] = {
 }
 
 
+_VERSION: Final = str(WIRE_VERSION)
+#: The most characters one character of an ID or key can take in the payload (``\\uXXXX`` twice: a character
+#: outside the Basic Multilingual Plane as a surrogate pair), and the most the rest of a payload can: the fixed
+#: names and punctuation, the longest kind and operation, the time.
+_MAX_ESCAPED_CHARS: Final = 12
+_MAX_FIXED_CHARS: Final = 200
+
+
 class ChangeFormatError(ValueError):
     """A payload that is not a change this version understands (the listener then flushes its caches)."""
 
@@ -68,16 +77,34 @@ class Change(NamedTuple):
     previous_key: str | None = None
     at: float | None = None
 
-    def encode(self) -> str:
-        """The notification payload; :class:`ValueError` for an unknown kind/op or over the size limit."""
+    def check(self) -> None:
+        """:class:`ValueError` for an unknown kind/op or a change whose payload would exceed the size limit; what
+        :meth:`encode` refuses, decided without encoding in the common case (a transaction checks each change
+        when it is recorded and encodes it once, at ``COMMIT``)."""
         if self.op not in KINDS.get(self.kind, ()):
             raise ValueError(f"unknown change {self.kind}.{self.op}")
-        wire: dict[str, Any] = {"v": WIRE_VERSION, "k": self.kind, "o": self.op}
-        for name, value in (("t", self.tenant_id), ("i", self.id), ("n", self.key), ("p", self.previous_key),
-                            ("a", self.at)):
+        texts = sum(len(value) for value in (self.tenant_id, self.id, self.key, self.previous_key) if value)
+        if texts * _MAX_ESCAPED_CHARS + _MAX_FIXED_CHARS > PAYLOAD_LIMIT_BYTES:
+            self.encode()  # long enough that only the encoding can tell
+
+    def encode(self) -> str:
+        """The notification payload; :class:`ValueError` for an unknown kind/op or over the size limit.
+
+        Compact JSON (``json.dumps(…, separators=(",", ":"), ensure_ascii=True)`` of the wire dict, byte for
+        byte), written field by field with the JSON module's own string escaping: this runs once per change of
+        every writing transaction, and ``json.dumps`` with options builds an encoder per call."""
+        if self.op not in KINDS.get(self.kind, ()):
+            raise ValueError(f"unknown change {self.kind}.{self.op}")
+        parts = ['{"v":', _VERSION, ',"k":', encode_basestring_ascii(self.kind), ',"o":',
+                 encode_basestring_ascii(self.op)]
+        for name, value in ((',"t":', self.tenant_id), (',"i":', self.id), (',"n":', self.key),
+                            (',"p":', self.previous_key)):
             if value is not None:
-                wire[name] = value
-        payload = json.dumps(wire, separators=(",", ":"), ensure_ascii=True)
+                parts += (name, encode_basestring_ascii(value))
+        if self.at is not None:
+            parts += (',"a":', json.dumps(self.at))
+        parts.append("}")
+        payload = "".join(parts)
         if len(payload) > PAYLOAD_LIMIT_BYTES:
             raise ValueError(f"a change payload of {len(payload)} bytes exceeds the {PAYLOAD_LIMIT_BYTES}-byte "
                              "notification limit")
