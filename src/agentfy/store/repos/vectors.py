@@ -113,6 +113,16 @@ _PENDING: Final = (
     "ORDER BY 2 LIMIT :limit")
 
 
+def memory_filter(agent_id: str, user_id: str | None) -> tuple[str, str]:
+    """The agent and memory SCOPE a search of memory filters by, checked: the agent's ID, and the SCOPE as
+    stored (``None``, the agent's own memory, is the empty scope).  The one set-up of the full-text search
+    (:func:`agentfy.store.repos.search.search`) and of :func:`nearest`, so both filter alike."""
+    agent = parse_id(agent_id, AgentId, field="agent_id")
+    user = "" if user_id is None else check_text(user_id, "user_id", max_length=USER_ID_MAX_LENGTH,
+                                                 allow_empty=True)
+    return agent, user
+
+
 def _check_model(model: object) -> str:
     return check_text(model, "model", max_length=MODEL_MAX_LENGTH)
 
@@ -232,9 +242,7 @@ def nearest(tx: Tx, scope: Scope, *, agent_id: str, user_id: str | None, query: 
     """The ``limit`` sources of the SCOPE ``user_id`` (``None``: the agent's own memory) nearest to ``query``,
     nearest first, each at least ``query.min_similarity``; only vectors of ``query.model`` and its dimension
     are read.  An agent that is not the tenant's is :class:`~agentfy.store.errors.NotFoundError`."""
-    agent = parse_id(agent_id, AgentId, field="agent_id")
-    user = "" if user_id is None else check_text(user_id, "user_id", max_length=USER_ID_MAX_LENGTH,
-                                                 allow_empty=True)
+    agent, user = memory_filter(agent_id, user_id)
     wanted = tuple(kind for kind in SOURCE_KINDS if kind in kinds)
     if len(query.data) != 4 * query.dimensions or not wanted:
         return []
