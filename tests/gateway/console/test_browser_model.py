@@ -132,9 +132,6 @@ def test_an_admin_sets_the_model_and_watches_the_reply_stream_in(browser: Any, s
     call = browser.find_element(By.CSS_SELECTOR, "#messages .tool-call").text
     assert "search_memory" in call and "launch" in call
 
-    with db.transaction(write=False) as tx:  # the run's ID, as its model calls recorded it
-        [run_id] = {row[0] for row in tx.all("SELECT run_id FROM usage_snapshots WHERE agent_id = :agent",
-                                             {"agent": agent_id})}
     browser.switch_to.window(events_tab)
     shown = lambda: [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#events .event")  # noqa: E731
                      if e.is_displayed()]
@@ -142,11 +139,13 @@ def test_an_admin_sets_the_model_and_watches_the_reply_stream_in(browser: Any, s
     assert any("agent.created other" in row for row in shown())
     by_id("agent-filter").send_keys("support")
     rows = wait_for(lambda: shown() if not any(" other " in row for row in shown()) else None, "the filter")
-    run_rows = [row for row in rows if f"id: {run_id}" in row]
-    events = [next(word for word in row.split() if word.startswith("agent.")) for row in reversed(run_rows)]
-    assert events[0] == "agent.run.started" and events[-1] == "agent.run.finished", rows  # oldest first here
+    assert rows and all(" support " in row for row in rows), rows
+    oldest_first = list(reversed(rows))
+    [started] = [row for row in oldest_first if "agent.run.started" in row]
+    run_id = started.split("id: ", 1)[1].split()[0]  # the run's ID, as the run's events carry it
+    run_rows = [row for row in oldest_first if f"id: {run_id}" in row]
+    assert run_rows[0] == started and "agent.run.finished" in run_rows[-1], rows
     assert any("agent.tool.called" in row and "search_memory" in row for row in rows), rows
-    assert all(" support " in row for row in rows)
     shot("run-events")
     request = model_server.requests[-1]
     assert request.body["stream"] is True and request.headers["authorization"] == f"Bearer {SECRET}"
