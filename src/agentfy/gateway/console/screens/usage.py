@@ -119,9 +119,9 @@ def chart_data(totals: dict[tuple[str, str], DayTotal]) -> dict[str, Any]:
 
 
 def _chart(measure: str, title: str) -> str:
-    return (f'<h2>{esc(title)}</h2><figure class="chart"><div id="{esc(measure)}-chart" class="usage-chart" '
-            f'data-measure="{esc(measure)}" role="img" aria-label="{esc(title)}; the table below has the same '
-            'numbers"></div></figure>')
+    return (f'<div class="chart-block"><h2>{esc(title)}</h2><figure class="chart"><div id="{esc(measure)}-chart" '
+            f'class="usage-chart" data-measure="{esc(measure)}" role="img" aria-label="{esc(title)}; the table '
+            'below has the same numbers"></div></figure></div>')
 
 
 def json_script(element_id: str, value: Any) -> str:

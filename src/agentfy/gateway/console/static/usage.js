@@ -25,7 +25,7 @@
       const colour = colours[i % colours.length];
       series.push({ label: one.label, stroke: colour, width: 2, spanGaps: false,
                     points: { show: true, size: 7, fill: colour },
-                    value: (u, v) => (v == null ? (money ? "unknown" : "") : String(v)) });
+                    value: (u, v, s, i) => (v == null ? (money && i != null ? "unknown" : "") : String(v)) });
     });
     const width = () => Math.max(280, target.clientWidth || 600);
     const options = {
