@@ -41,6 +41,7 @@ from agentfy.store.repos import (
     memory,
     orgs,
     permissions,
+    prices,
     sessions,
     skills,
     tasks,
@@ -357,6 +358,11 @@ UNSCOPED: dict[str, Build] = {
     "vault.download": lambda w, c, s: Request("GET", f"/v1/vault/documents/{w.vault_document}"),
     "vault.delete": lambda w, c, s: Request("DELETE", f"/v1/vault/documents/{_fresh_vault(w)}"),
     "usage.list": lambda w, c, s: Request("GET", "/v1/usage?agent=bot"),
+    "prices.put": lambda w, c, s: Request("PUT", "/v1/prices", {
+        "provider": "openai", "model": unique("model"), "effective_from": "2026-01-01T00:00:00Z", "currency": "USD",
+        "input_per_million": "1", "output_per_million": "2"}),
+    "prices.list": lambda w, c, s: Request("GET", "/v1/prices"),
+    "prices.delete": lambda w, c, s: Request("DELETE", "/v1/prices", params=_fresh_price(w)),
     "credentials.put": lambda w, c, s: Request("PUT", f"/v1/credentials/{unique('cred')}", {"secret": "s3cret"}),
     "credentials.list": lambda w, c, s: Request("GET", "/v1/credentials"),
     "credentials.get": lambda w, c, s: Request("GET", f"/v1/credentials/{_fresh_credential(w)}"),
@@ -375,6 +381,14 @@ UNSCOPED: dict[str, Build] = {
         "POST", f"/v1/org/dead-letters/{dead_letter(w.db, w.scope, unique('doomed'))}/requeue"),
     "org.orphans.scan": lambda w, c, s: Request("GET", "/v1/org/orphans"),
 }
+
+
+def _fresh_price(world: World) -> dict[str, str]:
+    key = {"provider": "openai", "model": unique("model"), "effective_from": "2026-01-01T00:00:00Z"}
+    with world.tx() as tx:
+        prices.put_price(tx, world.scope, **key, currency="USD", input_micros_per_million=1,
+                         output_micros_per_million=1)
+    return key
 
 
 def _fresh_credential(world: World) -> str:

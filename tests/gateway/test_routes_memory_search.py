@@ -6,22 +6,37 @@ scope only, and another organization's agent is 404.  Both engines."""
 from __future__ import annotations
 
 import asyncio
+import base64
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
 
+from agentfy.events.embedding import MEMORY_EMBED
+from agentfy.events.settings import BusSettings
+from agentfy.events.worker import Worker
+from agentfy.gateway.app import create_app
 from agentfy.identity.context import RequestContext
+from agentfy.runtime.embeddings import QueryEmbedder
+from agentfy.runtime.memory_embedder import MemoryEmbedder
+from agentfy.runtime.memory_models import ModelCalls
+from agentfy.runtime.providers import Providers
 from agentfy.runtime.tools import ToolEnv
 from agentfy.runtime.tools.records import search_memory
+from agentfy.settings import Settings
 from agentfy.store.db import Database
-from agentfy.store.repos import agents, api_keys, memory, orgs
+from agentfy.store.repos import agents, api_keys, credentials, memory, orgs
 from agentfy.store.repos.agents import Agent
+from agentfy.store.repos.credentials import CredentialCipher
+from tests.helpers.fake_openai import FakeOpenAI
 from tests.helpers.tenants import Tenant
 
 GROUP = "group:telegram:42"
 SEARCH = "/v1/agents/{}/memory/search"
+FAST = BusSettings(backoff_base_seconds=0.0, backoff_max_seconds=0.0, backoff_jitter=0.0, max_attempts=3)
 EPISODES = "/v1/agents/{}/memory/episodes"
 
 
@@ -167,3 +182,63 @@ def test_episodes_are_listed_by_scope_session_and_compaction_a_page_at_a_time(db
     assert [s["id"] for s in scoped] == [own]
     documents_cursor = client.get(EPISODES.format(bot.id), params={"cursor": "e30.AAAA"}, headers=headers)
     assert _error(documents_cursor, 422)["code"] == "invalid_cursor"
+
+
+KEY = bytes(range(32))
+
+
+@pytest.fixture
+def keyed_client(db: Database, tmp_path: Path) -> Iterator[TestClient]:
+    """A gateway whose runtime can decrypt credentials (an embeddings model's key is one)."""
+    settings = Settings(credentials_key=SecretStr(base64.b64encode(KEY).decode()))
+    with TestClient(create_app(db, signing_secret=b"s" * 32, settings=settings,
+                               workspace_root=tmp_path / "ws")) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        server.meanings = {"automobile": "car", "vehicle": "car"}
+        yield server
+
+
+def test_with_embeddings_the_route_and_the_tool_run_the_same_hybrid_search(
+        db: Database, keyed_client: TestClient, acme: Tenant, fake: FakeOpenAI, tmp_path: Path) -> None:
+    cipher = CredentialCipher(KEY)
+    config = {"embeddings": {"base_url": fake.url, "model": "embed-small", "credential": "emb",
+                             "min_similarity": 0.15}}
+    with db.transaction() as tx:
+        credentials.put_credential(tx, acme.scope, cipher, "emb", b"sk-embed")
+        bot = agents.create_agent(tx, acme.scope, agent_key="bot", config=config)
+    _remember(keyed_client, acme, "bot", [
+        {"user_id": GROUP, "path": "remembered/car.md", "content": "my car is parked on level three"},
+        {"user_id": GROUP, "path": "remembered/automobile.md", "content": "the automobile club meets on fridays"},
+        {"user_id": GROUP, "path": "remembered/other.md", "content": "the espresso machine is on floor two"},
+        {"user_id": "someone-else", "path": "remembered/car.md", "content": "their car is blue"}])
+    calls = ModelCalls(Providers(cipher=cipher))
+    try:  # the event workers' embedding of the new memory
+        worker = Worker(db, {MEMORY_EMBED: MemoryEmbedder(calls, bus=FAST)}, settings=FAST)
+        while worker.run_once():
+            pass
+    finally:
+        calls.close()
+    embedded = len(fake.embedding_requests)
+
+    found = _search(keyed_client, acme, "bot", query="automobile", scope=GROUP)
+    assert found.status_code == 200, found.text
+    titles = [hit["title"] for hit in found.json()["items"]]
+    # by its word, and by meaning (no shared word): both; never another scope's
+    assert set(titles) == {"remembered/automobile.md", "remembered/car.md"}, titles
+    assert len(fake.embedding_requests) == embedded + 1 and fake.embedding_requests[-1]["input"] == ["automobile"]
+
+    context = RequestContext(tenant_id=acme.scope.tenant_id, agent_id=bot.id, agent_key=bot.agent_key,
+                             user_id=GROUP, sender_id="member-7")
+    env = ToolEnv(db, bot, acme.slug, tmp_path, context, "test", "chat", None, 0,  # type: ignore[arg-type]
+                  QueryEmbedder(Providers(cipher=cipher)))
+    told = asyncio.run(search_memory(env, {"query": "automobile", "limit": 10})).splitlines()
+    assert [line.split(":", 1)[0] for line in told] == [f"[memory] {title}" for title in titles]
+
+    fake.embeddings_down = True  # the embedding fails: the words alone, like the tool's
+    words = _search(keyed_client, acme, "bot", query="automobile", scope=GROUP).json()["items"]
+    assert [hit["title"] for hit in words] == ["remembered/automobile.md"]

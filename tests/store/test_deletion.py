@@ -31,6 +31,7 @@ from agentfy.store.repos import (
     links,
     orgs,
     permissions,
+    prices,
     sessions,
     skills,
     tasks,
@@ -174,6 +175,8 @@ def build_graph(db: Database, slug: str) -> Graph:
                       verifier="0" * 64, token=None)
         channel_access.set_policy(tx, scope, a, dm_policy="allowlist")
         channel_access.allow(tx, scope, a, "telegram", "1001")
+        prices.put_price(tx, scope, provider="openai", model="gpt-x", effective_from="2026-01-01T00:00:00Z",
+                         currency="USD", input_micros_per_million=1, output_micros_per_million=2)
     return Graph(scope, a, b, c, a_notes, a_shared, b_shared, team, other_team, api_key, task_ab, task_a,
                  other_task, attachment_a, attachment_b, link_bc, "session-b")
 

@@ -225,7 +225,10 @@ RULES: Final[dict[str, Rule]] = {
     "vault.download": _r("member", "download a file"),
     "vault.delete": _r("operator", "delete a file"),
     # usage (what the agents cost: operators run them, admins pay for them)
-    "usage.list": _r("operator", "read the organization's model token usage per agent and day"),
+    "usage.list": _r("operator", "read the organization's model token usage and its cost per agent and day"),
+    "prices.put": _r("admin", "add or replace a model's price per million tokens from a given time"),
+    "prices.list": _r("admin", "list the organization's model prices"),
+    "prices.delete": _r("admin", "delete a model price"),
     # the organization's credentials (secrets: managed by admins with an API key, never shown) and the
     # model each agent spends them on
     "credentials.put": _r("admin", "store or rotate a credential", api_key_only=True, team_keys=False),

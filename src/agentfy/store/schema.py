@@ -601,6 +601,29 @@ usage_snapshots = sa.Table(
 )
 
 
+# What a model's tokens cost the organization (migration 0017): one price per provider, model and the time it
+# takes effect from; a usage snapshot is costed with the price in effect at its own ``recorded_at``, so a new
+# price never rewrites the cost of earlier calls.  Money is integer micro-units of ``currency`` (no floats).
+model_prices = _table(
+    "model_prices",
+    tenant(),
+    sa.Column("provider", sa.Text, nullable=False, comment="the provider the usage names (openai, anthropic, offline)"),
+    sa.Column("model", sa.Text, nullable=False, comment="the model name as usage snapshots record it"),
+    sa.Column("effective_from", sa.Text, nullable=False, comment="UTC, the store's format: usage from then on"),
+    sa.Column("currency", sa.Text, nullable=False, comment="ISO 4217 code, three upper-case letters"),
+    sa.Column("input_micros_per_million", sa.BigInteger, nullable=False,
+              comment="micro-units of the currency per million prompt tokens"),
+    sa.Column("output_micros_per_million", sa.BigInteger, nullable=False,
+              comment="micro-units of the currency per million completion tokens"),
+    created_at(),
+    sa.PrimaryKeyConstraint("tenant_id", "provider", "model", "effective_from"),
+    sa.CheckConstraint("length(currency) = 3 AND trim(currency, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ') = ''",
+                       name="currency_is_a_code"),
+    sa.CheckConstraint("input_micros_per_million >= 0 AND output_micros_per_million >= 0",
+                       name="prices_are_not_negative"),
+    id_columns=("tenant_id",),
+)
+
 # The durable event bus (agentfy.events): the outbox, written in the same transaction as the change that
 # caused each event.  Its tenant and agent IDs are wire data: validated by the bus's publish-time policy
 # (warn or refuse), not by a CHECK, so that a bad value is stored and dead-lettered instead of lost.

@@ -2,8 +2,10 @@
 engines: an admin who acts as a person stores a credential and points the agent at a local OpenAI-compatible
 server (which streams slowly), sends a message, sees the reply's first words before it is complete and the
 whole reply once it is — the model's tool call and its result shown as such — while the agent page's badge
-shows the run.  Screens saved as
-``build/screenshots/console-<engine>-model.png`` and ``-streaming.png`` (docs/console.md shows the SQLite ones).
+shows the run and the Live events screen shows that run's events (its start, its tool call, its reply and its
+end, by the run's ID) among another agent's, filterable by agent key.  Screens saved as
+``build/screenshots/console-<engine>-model.png``, ``-streaming.png`` and ``-run-events.png`` (docs/console.md
+shows the SQLite ones).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import base64
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import SecretStr
 
@@ -95,6 +98,13 @@ def test_an_admin_sets_the_model_and_watches_the_reply_stream_in(browser: Any, s
     shot("model")
     agent_tab = browser.current_window_handle
 
+    browser.switch_to.new_window("tab")  # Live events, subscribed before the run
+    browser.get(f"{served}/console/events")
+    wait_for(lambda: by_id("events-status").get_attribute("data-state") == "subscribed", "the subscription")
+    events_tab = browser.current_window_handle
+    assert httpx.post(f"{served}/v1/agents", json={"agent_key": "other"},
+                      headers=acme.headers("owner")).status_code == 201  # another agent's event, to filter out
+
     model_server.script(Completion(tool_calls=[FakeToolCall("call_1", "search_memory", {"query": "launch"})]),
                         Completion(text=REPLY, piece_delay=PIECE_DELAY))
     browser.switch_to.new_window("tab")
@@ -121,5 +131,21 @@ def test_an_admin_sets_the_model_and_watches_the_reply_stream_in(browser: Any, s
         "msg user", "msg assistant", "msg tool", "msg assistant"]  # the tool call and its result as such
     call = browser.find_element(By.CSS_SELECTOR, "#messages .tool-call").text
     assert "search_memory" in call and "launch" in call
+
+    browser.switch_to.window(events_tab)
+    shown = lambda: [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#events .event")  # noqa: E731
+                     if e.is_displayed()]
+    wait_for(lambda: any("agent.run.finished" in row for row in shown()), "the run's end on Live events", 30)
+    assert any("agent.created other" in row for row in shown())
+    by_id("agent-filter").send_keys("support")
+    rows = wait_for(lambda: shown() if not any(" other " in row for row in shown()) else None, "the filter")
+    assert rows and all(" support " in row for row in rows), rows
+    oldest_first = list(reversed(rows))
+    [started] = [row for row in oldest_first if "agent.run.started" in row]
+    run_id = started.split("id: ", 1)[1].split()[0]  # the run's ID, as the run's events carry it
+    run_rows = [row for row in oldest_first if f"id: {run_id}" in row]
+    assert run_rows[0] == started and "agent.run.finished" in run_rows[-1], rows
+    assert any("agent.tool.called" in row and "search_memory" in row for row in rows), rows
+    shot("run-events")
     request = model_server.requests[-1]
     assert request.body["stream"] is True and request.headers["authorization"] == f"Bearer {SECRET}"

@@ -1,8 +1,8 @@
 """The Team tasks, MCP servers and Usage screens in headless Chromium against a really served gateway, on both
 engines: a failed task in its status group, retried from its page; an agent's real MCP server connected with
-its tools and a down one with its error; the usage chart drawn (uPlot's canvas) over a table of the same
-numbers.  Each screen is saved as ``build/screenshots/console-<engine>-<screen>.png`` (docs/console.md shows
-the SQLite ones).
+its tools and a down one with its error; the usage charts of tokens and cost drawn (uPlot's canvas) over a
+table of the same numbers, a day before any price of unknown cost.  Each screen is saved as
+``build/screenshots/console-<engine>-<screen>.png`` (docs/console.md shows the SQLite ones).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from agentfy.gateway.app import create_app
 from agentfy.store.db import Database
-from agentfy.store.repos import telemetry
+from agentfy.store.repos import prices, telemetry
 from tests.helpers.browser import headless_chromium, screenshot, wait_for
 from tests.helpers.mcp_server import WeatherServer, closed_port_url
 from tests.helpers.served import ServedApp
@@ -112,14 +112,20 @@ def test_team_tasks_mcp_servers_and_usage(browser: Any, served: str, db: Databas
                                    (reviewer, "2026-03-02", 300), (writer, "2026-03-03", 1500),
                                    (reviewer, "2026-03-03", 650)):
             telemetry.record_usage(tx, telemetry.UsageRecord(model="gpt-x", input_tokens=tokens - 100,
-                                                             output_tokens=100, tenant_id=acme.id,
+                                                             output_tokens=100, tenant_id=acme.id, provider="openai",
                                                              agent_id=agent["id"], recorded_at=day + stamp))
         telemetry.record_usage(tx, telemetry.UsageRecord(model="gpt-x", input_tokens=77777, output_tokens=1,
                                                          tenant_id=globex.id, recorded_at="2026-03-01" + stamp))
+        # priced from the second day on: the first day's cost is unknown (a gap in the cost chart)
+        prices.put_price(tx, acme.scope, provider="openai", model="gpt-x", effective_from="2026-03-02T00:00:00Z",
+                         currency="USD", input_micros_per_million=2_000_000, output_micros_per_million=2_000_000)
     browser.find_element(By.LINK_TEXT, "Usage").click()
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#tokens-chart canvas"), "the usage chart")
-    assert [by_id(f"{measure}-chart").get_attribute("data-drawn") for measure in ("tokens", "calls")] == ["true"] * 2
+    assert [by_id(f"{measure}-chart").get_attribute("data-drawn")
+            for measure in ("tokens", "cost", "calls")] == ["true"] * 3
+    assert by_id("cost-chart").find_elements(By.TAG_NAME, "canvas")
     rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#usage tbody tr")]
-    assert len(rows) == 5 and rows[0].startswith("2026-03-03 writer 1 1400 100 0 1500")
+    assert len(rows) == 5 and rows[0].startswith("2026-03-03 writer 1 1400 100 0 1500 USD 0.003")
+    assert rows[-1].startswith("2026-03-01 writer 1 1100 100 0 1200 unknown")
     assert "77778" not in browser.page_source
     shot("usage")

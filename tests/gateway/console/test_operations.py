@@ -20,7 +20,7 @@ from agentfy.gateway.app import create_app
 from agentfy.gateway.console.screens import ops_bus
 from agentfy.settings import Settings
 from agentfy.store.db import Database
-from agentfy.store.repos import agents, api_keys, credentials, orgs
+from agentfy.store.repos import agents, api_keys, credentials, orgs, prices
 from agentfy.store.repos.credentials import CredentialCipher
 from tests.gateway.console.conftest import SignedIn
 from tests.gateway.console.helpers import csrf_of, post_form, sign_in
@@ -201,3 +201,36 @@ def test_dead_letters_come_a_page_at_a_time(signed_in: SignedIn, db: Database, a
     assert link is not None
     following = client.get(html.unescape(link.group(1))).text
     assert second in following and first not in following and 'id="dead-letters-next"' not in following
+
+
+def test_an_admin_sets_a_price_sees_the_apis_refusals_and_deletes_it(signed_in: SignedIn, db: Database,
+                                                                     acme: Tenant, globex: Tenant) -> None:
+    with db.transaction() as tx:
+        prices.put_price(tx, globex.scope, provider="openai", model="their-model",
+                         effective_from="2026-01-01T00:00:00Z", currency="EUR", input_micros_per_million=1,
+                         output_micros_per_million=1)
+    client = signed_in("admin")
+    price = {"provider": "openai", "price_model": "gpt-x", "price_from": "2026-03-01T09:30",
+             "price_currency": "USD", "price_input": "2.50", "price_output": "10"}
+    set_ = post_form(client, SCREEN, f"{SCREEN}/prices", price)
+    assert set_.status_code == 303, set_.text
+    page = client.get(set_.headers["location"]).text
+    assert "The price was set" in page and "their-model" not in page
+    row = page.split('id="prices"')[1].split("</tr>")[1]
+    assert re.findall(r"<td>(.*?)</td>", row)[:6] == ["openai", "<code>gpt-x</code>", "2026-03-01T09:30:00.000000Z",
+                                                      "USD", "2.5", "10"]
+    again = post_form(client, SCREEN, f"{SCREEN}/prices", {**price, "price_input": "3"})
+    assert "The price was replaced" in client.get(again.headers["location"]).text
+    for name, value in (("price_currency", "usd"), ("price_input", "-1"), ("price_output", "1e3")):
+        bad = post_form(client, SCREEN, f"{SCREEN}/prices", {**price, name: value})
+        assert bad.status_code == 422 and "invalid" in bad.text, (name, bad.text)
+    theirs = post_form(client, SCREEN, f"{SCREEN}/prices/delete", {
+        "provider": "openai", "model": "their-model", "effective_from": "2026-01-01T00:00:00.000000Z"})
+    assert theirs.status_code == 404
+    deleted = post_form(client, SCREEN, f"{SCREEN}/prices/delete", {
+        "provider": "openai", "model": "gpt-x", "effective_from": "2026-03-01T09:30:00.000000Z"})
+    assert deleted.status_code == 303 and "The price was deleted" in client.get(deleted.headers["location"]).text
+    with db.transaction(write=False) as tx:
+        assert prices.list_prices(tx, acme.scope) == [] and len(prices.list_prices(tx, globex.scope)) == 1
+    unsigned = client.post(f"{SCREEN}/prices", data=price, follow_redirects=False)
+    assert unsigned.status_code == 403

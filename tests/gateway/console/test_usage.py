@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from agentfy.gateway.console.app import STATIC_DIR
 from agentfy.gateway.console.screens.usage import json_script
 from agentfy.store.db import Database
-from agentfy.store.repos import agents, telemetry
+from agentfy.store.repos import agents, prices, telemetry
 from tests.gateway.console.conftest import SignedIn
 from tests.helpers.tenants import Tenant
 
@@ -57,13 +57,15 @@ def test_tokens_per_agent_per_day_as_chart_data_and_a_table(signed_in: SignedIn,
     assert page.status_code == 200, page.text
     assert _data(page.text) == {"days": ["2026-03-01", "2026-03-02"],
                                 "series": [{"agent": "sales", "tokens": [0, 10], "calls": [0, 1]},
-                                           {"agent": "support", "tokens": [135, 42], "calls": [2, 1]}]}
+                                           {"agent": "support", "tokens": [135, 42], "calls": [2, 1]}],
+                                "cost": []}  # no prices: no cost series, and the page says why
     rows = _table(page.text)
     assert [row[:7] for row in rows] == [
         ["2026-03-02", "support", "1", "40", "2", "0", '<strong class="tokens">42</strong>'],
         ["2026-03-02", "sales", "1", "7", "3", "0", '<strong class="tokens">10</strong>'],
         ["2026-03-01", "support", "2", "110", "25", "0", '<strong class="tokens">135</strong>']]
-    assert rows[2][7] == "gpt-a, gpt-b"
+    assert rows[2][7] == '<span class="cost">unknown</span>' and rows[2][8] == "gpt-a, gpt-b"
+    assert 'id="no-cost"' in page.text and 'id="cost-chart"' not in page.text
     assert "globex-bot" not in page.text and "99999" not in page.text and theirs not in page.text
     assert 'src="/console/static/uPlot.iife.min.js"' in page.text
     assert 'id="tokens-chart"' in page.text and 'id="calls-chart"' in page.text
@@ -113,3 +115,35 @@ def test_the_vendored_uplot_is_the_pinned_release(client: TestClient) -> None:
     for name, kind in (("uPlot.iife.min.js", "javascript"), ("uPlot.min.css", "text/css"), ("usage.js", "javascript")):
         answer = client.get(f"/console/static/{name}")
         assert answer.status_code == 200 and kind in answer.headers["content-type"]
+
+
+def _price(db: Database, tenant: Tenant, model: str, effective_from: str, units: str, currency: str = "USD") -> None:
+    with db.transaction() as tx:
+        micros = prices.micros_of(units, "price")
+        prices.put_price(tx, tenant.scope, provider="openai", model=model, effective_from=effective_from,
+                         currency=currency, input_micros_per_million=micros, output_micros_per_million=micros)
+
+
+def test_cost_per_agent_per_day_beside_the_tokens_unknown_without_a_price(signed_in: SignedIn, db: Database,
+                                                                          acme: Tenant, globex: Tenant) -> None:
+    with db.transaction() as tx:
+        support = agents.create_agent(tx, acme.scope, agent_key="support").id
+    for day, model in (("2026-03-01", "gpt-a"), ("2026-03-02", "gpt-a"), ("2026-03-02", "gpt-b"),
+                       ("2026-03-03", "gpt-b")):
+        with db.transaction() as tx:
+            telemetry.record_usage(tx, telemetry.UsageRecord(model=model, provider="openai", input_tokens=600_000,
+                                                             output_tokens=400_000, tenant_id=acme.id,
+                                                             agent_id=support, recorded_at=f"{day}T10:00:00.000000Z"))
+    _price(db, acme, "gpt-a", "2026-03-02T00:00:00Z", "2.50")  # from the second day on; gpt-b never priced
+    _price(db, globex, "gpt-b", "2020-01-01T00:00:00Z", "99")  # another organization's: never used here
+    page = signed_in("operator").get("/console/usage")
+    assert page.status_code == 200, page.text
+    assert _data(page.text)["cost"] == [
+        {"label": "support (USD)", "currency": "USD", "values": [None, "2.5", None]}]  # unknown is no point
+    costs = {row[0]: row[7] for row in _table(page.text)}
+    assert costs == {"2026-03-03": '<span class="cost">unknown</span>',
+                     "2026-03-02": '<span class="cost">USD 2.5 + unknown (1 call)</span>',
+                     "2026-03-01": '<span class="cost">unknown</span>'}
+    assert 'id="cost-chart"' in page.text and 'id="no-cost"' not in page.text and "99" not in costs.values()
+    assert page.text.index('id="tokens-chart"') < page.text.index('id="cost-chart"') < page.text.index(
+        'id="calls-chart"')

@@ -4,7 +4,8 @@
 the organization's slug comes from the API (``GET /v1/org``), so a key revoked since sign-in is the API's 401
 and back to sign-in.  Which links and buttons the frame shows is read from the one access policy for the
 key's principal (the same look-up the API makes) — a matter of display only: every action still goes to the
-API, which decides.  :func:`checked_form` is every POST's first step: the form, once its CSRF token matched.
+API, which decides.  :func:`checked_form` is every POST's first step: the form, once its CSRF token matched
+(:func:`submitted`: both, and where a refusal goes back to).
 """
 
 from __future__ import annotations
@@ -93,6 +94,15 @@ async def checked_form(request: Request, session: ConsoleSession | None) -> Form
     if not csrf_matches(session, form.get("csrf")):
         raise CsrfRefused()
     return form
+
+
+async def submitted(request: Request, back: str) -> tuple[Visit, FormData]:
+    """Every form handler's first steps, in order: the signed-in :func:`visit`, its form once the CSRF token
+    matched (:func:`checked_form`), and ``back`` — the screen a refusal of the API offers to go back to."""
+    current = await visit(request)
+    form = await checked_form(request, current.session)
+    request.state.back = back
+    return current, form
 
 
 def text_of(form: FormData, name: str) -> str:

@@ -20,7 +20,7 @@ from agentfy.errors import ApiError
 from agentfy.events.embedding import publish_embedding_due
 from agentfy.gateway.deps import Authenticated
 from agentfy.gateway.resolve import agent_in
-from agentfy.gateway.routes.agent_model import invalid, require_credential
+from agentfy.gateway.routes.agent_model import configurable_agent, invalid, parsed
 from agentfy.gateway.routes.agents import AgentRef
 from agentfy.gateway.routes.schemas import Strict, text_field
 from agentfy.gateway.routing import ApiRoute
@@ -91,13 +91,9 @@ def set_embeddings(agent: AgentRef, body: EmbeddingsIn, call: Authenticated) -> 
     """Set the agent's embeddings model (its ``config.embeddings``; the rest of its configuration is kept) after
     checking it like a search would (admin or higher), and queue the embedding of its existing memory. A
     credential not stored in the organization is 422 naming it; nothing is written."""
-    try:
-        settings = EmbeddingsSettings.parse(body.model_dump(exclude_none=True), field="")
-    except ModelConfigError as error:
-        raise invalid(error) from None
+    settings = parsed(EmbeddingsSettings.parse, body)
     with call.gateway.db.transaction() as tx:
-        found = agent_in(tx, call.who, agent)
-        require_credential(tx, call.who.scope, settings.credential, "credential")
+        found = configurable_agent(tx, call, agent, settings.credential)
         updated = agents.update_agent(tx, call.who.scope, found.id,
                                       config={**_config(found), CONFIG_KEY: settings.as_config()})
         publish_embedding_due(tx, call.who.scope, updated, catch_up=True)

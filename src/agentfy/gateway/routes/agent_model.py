@@ -12,7 +12,8 @@ runtime's providers (:mod:`agentfy.runtime.model_check`): 200 with the latency, 
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from collections.abc import Callable
+from typing import Any, Final, Literal, TypeVar
 
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
@@ -46,6 +47,7 @@ from agentfy.store.repos import agents, credentials
 from agentfy.store.repos.agents import Agent
 
 router = APIRouter(tags=["agents"], route_class=ApiRoute)
+SettingsT = TypeVar("SettingsT")
 
 BASE_URL_MAX_LENGTH: Final = 2000
 MODEL_NAME_MAX_LENGTH: Final = 200
@@ -125,6 +127,24 @@ def settings_of(agent: Agent) -> ModelSettings:
         raise invalid(error) from None
 
 
+def parsed(parse: Callable[..., SettingsT], body: BaseModel) -> SettingsT:
+    """``body`` as the runtime's validator ``parse`` reads it (its ``parse(document, field="")``), or the 422
+    of :func:`invalid`: what a run (or a search) accepts is what a route accepts."""
+    try:
+        return parse(body.model_dump(exclude_none=True), field="")
+    except ModelConfigError as error:
+        raise invalid(error) from None
+
+
+def configurable_agent(tx: Tx, call: Call, agent: str, credential: str | None) -> Agent:
+    """The caller's agent ``agent`` (404 as every agent reference), once ``credential`` — the one a model or
+    embeddings configuration names — is known to be stored in the organization (else 422 naming
+    ``credential``): the check every configuration that spends a credential makes before it is written."""
+    found = agent_in(tx, call.who, agent)
+    require_credential(tx, call.who.scope, credential, "credential")
+    return found
+
+
 def require_credential(tx: Tx, who_scope: Scope, name: str | None, field: str) -> None:
     """422 naming ``field`` unless ``name`` (when given) is a credential stored in the organization."""
     if name is not None and name not in credentials.list_credential_names(tx, who_scope):
@@ -138,13 +158,9 @@ def require_credential(tx: Tx, who_scope: Scope, name: str | None, field: str) -
 def set_model(agent: AgentRef, body: ModelIn, call: Authenticated) -> ModelOut:
     """Set the agent's model (its ``config.model``; the rest of its configuration is kept) after checking it
     like a run would (admin or higher). A credential not stored in the organization is 422 naming it."""
-    try:
-        settings = ModelSettings.parse(body.model_dump(exclude_none=True), field="")
-    except ModelConfigError as error:
-        raise invalid(error) from None
+    settings = parsed(ModelSettings.parse, body)
     with call.gateway.db.transaction() as tx:
-        found = agent_in(tx, call.who, agent)
-        require_credential(tx, call.who.scope, settings.credential, "credential")
+        found = configurable_agent(tx, call, agent, settings.credential)
         config = {**(found.config if isinstance(found.config, dict) else {}), "model": settings.as_config()}
         agents.update_agent(tx, call.who.scope, found.id, config=config)
     return model_out(settings)

@@ -47,6 +47,7 @@ from agentfy.gateway.routes import (
     links,
     memory,
     orgs,
+    prices,
     sessions,
     skills,
     tasks,
@@ -65,6 +66,7 @@ ROUTERS: Final[tuple[APIRouter, ...]] = (
     tasks.router,
     agent_embeddings.router,
     bus.router,
+    prices.router,
 )
 
 #: Routers whose routes declare their own error responses, in another error shape: the OpenAI-compatible

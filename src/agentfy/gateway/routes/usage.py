@@ -5,6 +5,12 @@ The rows are the sums of ``usage_snapshots`` (one per model call, written by the
 resolved like every agent reference (:mod:`agentfy.gateway.resolve`): another organization's agent is the same
 404 as a missing one.  ``since`` and ``until`` are days (``YYYY-MM-DD``, UTC, both included).  Each row names
 the agent by ID and by its current agent_key (``null`` for usage of an agent since deleted, or of no agent).
+
+Each row is also costed: the organization's price (``/v1/prices``) of the calls' provider and model in effect at
+each call's own time, so a new price never rewrites the cost of earlier days.  ``cost`` is exact decimal text in
+``currency`` (prompt tokens, cached ones included, at the input price; completion tokens at the output price);
+calls with no price in effect have ``cost``, ``currency`` and ``price_effective_from`` ``null`` — unknown, not
+zero.  A day whose calls straddle a change of price has a row for each price.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from agentfy.gateway.routes.schemas import (
     optional_id_field,
 )
 from agentfy.gateway.routing import ApiRoute
-from agentfy.store.repos import telemetry
+from agentfy.store.repos import prices, telemetry
 
 router = APIRouter(tags=["usage"], route_class=ApiRoute)
 
@@ -44,6 +50,12 @@ class UsageRowOut(Strict):
     completion_tokens: int
     cached_tokens: int | None = Field(description="Prompt tokens served from the provider's cache (null: the "
                                                   "provider did not report them).")
+    provider: str | None = Field(description="The provider of the calls (null: not recorded).")
+    cost: str | None = Field(description="What the calls cost, exact decimal text in currency (null: no price was "
+                                         "in effect for the provider and model at the calls' time — unknown).")
+    currency: str | None = Field(description="ISO 4217 code of cost (null: unknown cost).")
+    price_effective_from: str | None = Field(description="The effective_from of the price the calls were costed "
+                                                         "with (null: none).")
 
 
 class UsageOut(Strict):
@@ -56,13 +68,20 @@ def list_usage(call: Authenticated, *,
                    f"Only this agent's usage. {AGENT_REF_DESCRIPTION}"),
                    json_schema_extra={"pattern": AGENT_REF_PATTERN})] = None,
                since: Day = None, until: Day = None) -> UsageOut:
-    """The organization's model tokens per agent, UTC day and model (one agent's with ``agent``), for
-    ``since``..``until``."""
+    """The organization's model tokens and their cost per agent, UTC day and model (one agent's with ``agent``),
+    for ``since``..``until``."""
     with call.gateway.db.transaction(write=False) as tx:
         agent_id = None if agent is None else agent_in(tx, call.who, agent).id
         days = telemetry.usage_by_agent_day(tx, call.who.scope, agent_id=agent_id, since=since, until=until,
                                             limit=USAGE_ROWS_MAX)
-    return UsageOut(rows=[UsageRowOut(agent_id=row.agent_id, agent_key=row.agent_key, day=row.day, model=row.model,
-                                      calls=row.calls, prompt_tokens=row.input_tokens,
-                                      completion_tokens=row.output_tokens, cached_tokens=row.cached_tokens)
-                          for row in days])
+    return UsageOut(rows=[usage_row_out(row) for row in days])
+
+
+def usage_row_out(row: telemetry.UsageDay) -> UsageRowOut:
+    cost = row.cost
+    return UsageRowOut(agent_id=row.agent_id, agent_key=row.agent_key, day=row.day, model=row.model, calls=row.calls,
+                       prompt_tokens=row.input_tokens, completion_tokens=row.output_tokens,
+                       cached_tokens=row.cached_tokens, provider=row.provider,
+                       cost=None if cost is None else prices.plain(cost),
+                       currency=None if row.price is None else row.price.currency,
+                       price_effective_from=None if row.price is None else row.price.effective_from)

@@ -28,24 +28,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
-from agentfy.identity import AgentId, Scope, parse_id
+from agentfy.identity import Scope
 from agentfy.store.db import Tx
 from agentfy.store.errors import InvalidInputError
 from agentfy.store.inputs import check_text
-from agentfy.store.repos._batch import USER_ID_MAX_LENGTH, require_agent
+from agentfy.store.repos._batch import require_agent
 from agentfy.store.repos.agents import Agent
-from agentfy.store.repos.vectors import QueryVector, nearest
+from agentfy.store.repos.vectors import SNIPPET_WORDS, SOURCE_KINDS, QueryVector, memory_filter, nearest
 from agentfy.store.search_index import INDEXED_CHARS
 
 Kind = Literal["memory", "episodic", "vault"]
 KINDS: Final[tuple[Kind, ...]] = get_args(Kind)
 #: What "the agent's memory" is to a search: its notes and the summaries of its past conversations (the
 #: ``search_memory`` tool, the run's recall and the API's memory search all look in exactly these).
-MEMORY_KINDS: Final[tuple[Kind, ...]] = ("memory", "episodic")
+MEMORY_KINDS: Final[tuple[Kind, ...]] = SOURCE_KINDS  # what has vectors, too
 QUERY_MAX_LENGTH: Final = 1_000
 LIMIT_MAX: Final = 100
-#: How long a snippet is, in words (SQLite counts tokens, PostgreSQL words: about the same).
-SNIPPET_WORDS: Final = 24
+#: How long a snippet is, in words (SQLite counts tokens, PostgreSQL words: about the same), is the vector
+#: hits' :data:`~agentfy.store.repos.vectors.SNIPPET_WORDS`: a fused list's snippets are alike.
 #: Reciprocal rank fusion's constant: the usual 60, so the first ranks of either list weigh about alike.
 RRF_K: Final = 60
 
@@ -155,9 +155,7 @@ def search(tx: Tx, scope: Scope, *, agent_id: str | Agent, user_id: str | None, 
     tenant's is :class:`~agentfy.store.errors.NotFoundError`: an empty answer would hide the caller's bug.  The
     agent's record (a run's, already resolved) is taken as is (:func:`~agentfy.store.repos._batch.require_agent`).
     """
-    agent = agent_id.id if isinstance(agent_id, Agent) else parse_id(agent_id, AgentId, field="agent_id")
-    user = "" if user_id is None else check_text(user_id, "user_id", max_length=USER_ID_MAX_LENGTH,
-                                                 allow_empty=True)
+    agent, user = memory_filter(agent_id, user_id)
     text = _check_query(query)
     wanted = _check_kinds(kinds)
     if type(limit) is not int or not 1 <= limit <= LIMIT_MAX:

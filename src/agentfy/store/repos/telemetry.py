@@ -10,7 +10,7 @@ Inserts are not tenant-scoped (the exporter writes for every tenant) and are ide
 OpenTelemetry ID: a re-delivered span or trace is ignored.  Reads are tenant-scoped: they take the
 ``Scope`` and see only its rows.  :func:`usage_by_agent_day` sums the usage snapshots per agent, UTC day and
 model in SQL (``GROUP BY``, the same statement on both engines: ``recorded_at`` is ISO-8601 text, so its first
-ten characters are the day).
+ten characters are the day), each with the organization's price in effect at the call's own time.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -28,9 +29,11 @@ from agentfy.identity import AgentId, OrgId, Scope, parse_id
 from agentfy.store.db import Sql, Tx, now
 from agentfy.store.errors import InvalidInputError, NotFoundError
 from agentfy.store.inputs import check_text
+from agentfy.store.repos import prices
 from agentfy.store.repos._batch import check_json
 from agentfy.store.repos._common import load_json
-from agentfy.store.schema import agents, spans, traces, usage_snapshots
+from agentfy.store.repos.prices import Price
+from agentfy.store.schema import agents, model_prices, spans, traces, usage_snapshots
 from agentfy.store.sql import insert
 
 NAME_MAX_LENGTH: Final = 500
@@ -325,9 +328,11 @@ def usage_for_agent(tx: Tx, scope: Scope, agent_id: str, *, limit: int = DEFAULT
 
 @dataclass(frozen=True, slots=True)
 class UsageDay:
-    """One agent's usage of one model on one UTC day (``day``: ``YYYY-MM-DD``).  ``agent_key``: the agent's
-    current key, ``None`` once it is deleted (or for usage of no agent).  ``cached_tokens`` is ``None`` when no
-    call of the group reported it; ``calls`` is the number of model calls."""
+    """One agent's usage of one model on one UTC day at one price (``day``: ``YYYY-MM-DD``).  ``agent_key``: the
+    agent's current key, ``None`` once it is deleted (or for usage of no agent).  ``cached_tokens`` is ``None``
+    when no call of the group reported it; ``calls`` is the number of model calls.  ``price``: the organization's
+    price of the calls' provider and model in effect when they were made (:mod:`agentfy.store.repos.prices`), or
+    ``None`` when none was — their cost is unknown; a day whose calls straddle a change of price is two groups."""
 
     agent_id: AgentId | None
     agent_key: str | None
@@ -337,6 +342,16 @@ class UsageDay:
     input_tokens: int
     output_tokens: int
     cached_tokens: int | None
+    provider: str | None = None
+    price: Price | None = None
+
+    @property
+    def cost(self) -> Decimal | None:
+        """What the group's calls cost in ``price.currency`` (exact), ``None`` when unknown (no price)."""
+        if self.price is None:
+            return None
+        return prices.cost(self.input_tokens, self.output_tokens, self.price.input_micros_per_million,
+                           self.price.output_micros_per_million)
 
 
 _DAY: Final = sa.func.substr(usage_snapshots.c.recorded_at, 1, 10).label("day")
@@ -346,20 +361,37 @@ _LAST_DAY: Final = "9999-99-99"
 
 
 def _usage_by_day(one_agent: bool) -> sa.Select[Any]:
-    c, a = usage_snapshots.c, agents.c
+    c, a, p = usage_snapshots.c, agents.c, model_prices.c
     # The agent's current key, from a live agent of the same tenant (no FK: the usage outlives its agent).
     live = sa.and_(a.id == c.agent_id, a.tenant_id == c.tenant_id, a.deleted_at.is_(None))
+    # The price in effect at the call's own time: its provider and model's latest effective_from at or before
+    # recorded_at (both the store's UTC text, so they compare as text), in the same tenant only.
+    earlier = model_prices.alias("earlier")
+    in_effect = (sa.select(sa.func.max(earlier.c.effective_from))
+                 .where(earlier.c.tenant_id == c.tenant_id, earlier.c.provider == c.provider,
+                        earlier.c.model == c.model, earlier.c.effective_from <= c.recorded_at)
+                 .scalar_subquery())
+    priced = sa.and_(p.tenant_id == c.tenant_id, p.provider == c.provider, p.model == c.model,
+                     p.effective_from == in_effect)
     where = [c.tenant_id == sa.bindparam("tenant_id"), c.recorded_at >= sa.bindparam("since"),
              sa.func.substr(c.recorded_at, 1, 10) <= sa.bindparam("until")]
     if one_agent:
         where.append(c.agent_id == sa.bindparam("agent_id"))
+    price_columns = (p.effective_from, p.currency, p.input_micros_per_million, p.output_micros_per_million,
+                     p.created_at)
     return (sa.select(c.agent_id, a.agent_key, _DAY, c.model, sa.func.count(), sa.func.sum(c.input_tokens),
-                      sa.func.sum(c.output_tokens), sa.func.sum(c.cached_tokens))
-            .select_from(usage_snapshots.outerjoin(agents, live))
+                      sa.func.sum(c.output_tokens), sa.func.sum(c.cached_tokens), c.provider, *price_columns)
+            .select_from(usage_snapshots.outerjoin(agents, live).outerjoin(model_prices, priced))
             .where(*where)
-            .group_by(c.agent_id, a.agent_key, _DAY, c.model)
-            .order_by(_DAY.desc(), c.agent_id, c.model)
+            .group_by(c.agent_id, a.agent_key, _DAY, c.model, c.provider, *price_columns)
+            .order_by(_DAY.desc(), c.agent_id, c.model, c.provider.nulls_first(), p.effective_from.nulls_first())
             .limit(sa.bindparam("limit")))
+
+
+def _usage_day(r: tuple[Any, ...]) -> UsageDay:
+    price = None if r[9] is None else Price(r[8], r[3], r[9], r[10], int(r[11]), int(r[12]), r[13])
+    return UsageDay(r[0], r[1], r[2], r[3], int(r[4]), int(r[5]), int(r[6]), None if r[7] is None else int(r[7]),
+                    r[8], price)
 
 
 _USAGE_BY_DAY: Final = _usage_by_day(False)
@@ -382,14 +414,14 @@ def _day(value: str | None, field: str) -> str | None:
 
 def usage_by_agent_day(tx: Tx, scope: Scope, *, agent_id: str | None = None, since: str | None = None,
                        until: str | None = None, limit: int = DEFAULT_LIMIT) -> list[UsageDay]:
-    """The tenant's usage summed per agent, UTC day and model, newest day first; ``agent_id`` narrows it to
-    one agent, ``since``/``until`` (``YYYY-MM-DD``, both included) to a range of days.  Usage with no agent
-    (``agent_id`` NULL) is its own group.  Another tenant's rows never count."""
+    """The tenant's usage summed per agent, UTC day, model, provider and the price in effect at each call (see
+    :class:`UsageDay`), newest day first; ``agent_id`` narrows it to one agent, ``since``/``until``
+    (``YYYY-MM-DD``, both included) to a range of days.  Usage with no agent (``agent_id`` NULL) is its own
+    group.  Another tenant's rows and prices never count."""
     params: dict[str, Any] = {"tenant_id": scope.tenant_id, "since": _day(since, "since") or _FIRST_DAY,
                               "until": _day(until, "until") or _LAST_DAY, "limit": _limit(limit)}
     statement = _USAGE_BY_DAY
     if agent_id is not None:
         params["agent_id"] = parse_id(agent_id, "agent", field="agent_id")
         statement = _USAGE_OF_AGENT_BY_DAY
-    return [UsageDay(r[0], r[1], r[2], r[3], int(r[4]), int(r[5]), int(r[6]), None if r[7] is None else int(r[7]))
-            for r in tx.all(statement, params)]
+    return [_usage_day(r) for r in tx.all(statement, params)]

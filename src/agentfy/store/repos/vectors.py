@@ -37,6 +37,7 @@ from agentfy.store.db import Tx, now
 from agentfy.store.errors import InvalidInputError
 from agentfy.store.inputs import check_text
 from agentfy.store.repos._batch import USER_ID_MAX_LENGTH, require_agent
+from agentfy.store.repos.agents import Agent
 
 SourceKind = Literal["memory", "episodic"]
 SOURCE_KINDS: Final[tuple[SourceKind, ...]] = ("memory", "episodic")
@@ -111,6 +112,17 @@ _PENDING: Final = (
     "FROM episodic_summaries AS s LEFT JOIN memory_embeddings AS e ON e.source_id = s.id AND e.model = :model "
     "WHERE s.tenant_id = :tenant_id AND s.agent_id = :agent_id AND e.source_id IS NULL "
     "ORDER BY 2 LIMIT :limit")
+
+
+def memory_filter(agent_id: str | Agent, user_id: str | None) -> tuple[str, str]:
+    """The agent and memory SCOPE a search of memory filters by, checked: the agent's ID (an agent's record, a
+    run's already resolved, gives its own), and the SCOPE as stored (``None``, the agent's own memory, is the
+    empty scope).  The one set-up of the full-text search (:func:`agentfy.store.repos.search.search`) and of
+    :func:`nearest`, so both filter alike."""
+    agent = agent_id.id if isinstance(agent_id, Agent) else parse_id(agent_id, AgentId, field="agent_id")
+    user = "" if user_id is None else check_text(user_id, "user_id", max_length=USER_ID_MAX_LENGTH,
+                                                 allow_empty=True)
+    return agent, user
 
 
 def _check_model(model: object) -> str:
@@ -232,9 +244,7 @@ def nearest(tx: Tx, scope: Scope, *, agent_id: str, user_id: str | None, query: 
     """The ``limit`` sources of the SCOPE ``user_id`` (``None``: the agent's own memory) nearest to ``query``,
     nearest first, each at least ``query.min_similarity``; only vectors of ``query.model`` and its dimension
     are read.  An agent that is not the tenant's is :class:`~agentfy.store.errors.NotFoundError`."""
-    agent = parse_id(agent_id, AgentId, field="agent_id")
-    user = "" if user_id is None else check_text(user_id, "user_id", max_length=USER_ID_MAX_LENGTH,
-                                                 allow_empty=True)
+    agent, user = memory_filter(agent_id, user_id)
     wanted = tuple(kind for kind in SOURCE_KINDS if kind in kinds)
     if len(query.data) != 4 * query.dimensions or not wanted:
         return []

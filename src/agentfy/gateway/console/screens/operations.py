@@ -1,10 +1,10 @@
-"""Operations (admins): members and roles, credentials (masked), the organization's API keys — issue one (its
-key shown this once), revoke one —, the event bus (counts, dead letters to requeue, the orphan scan) and the ID
-explainer (any value: which kind of ID, valid or why not, whether it is one of yours).
+"""Operations (admins): members and roles, credentials (masked), model prices, the organization's API keys —
+issue one (its key shown this once), revoke one —, the event bus (counts, dead letters to requeue, the orphan
+scan) and the ID explainer (any value: which kind of ID, valid or why not, whether it is one of yours).
 
 This module is the screen itself (``GET /console/operations``, which puts the sections together), its keys and
-its explainer; members, credentials and the bus are sections of their own modules (``ops_members``,
-``ops_credentials``, ``ops_bus``), whose forms post to routes of theirs under ``/console/operations/…``.
+its explainer; members, credentials, prices and the bus are sections of their own modules (``ops_members``,
+``ops_credentials``, ``ops_prices``, ``ops_bus``), whose forms post to routes of theirs under ``/console/operations/…``.
 Keys are the API's ``/v1/org/api-keys`` (owners, by the access policy: an admin sees why not), the explainer its
 ``GET /v1/ids/{value}`` (the same explanation as ``agentfy ids``).  The screen is shown to the roles the access
 policy makes admins; the API still decides every call.  After a change the screen says what was done with one
@@ -32,12 +32,12 @@ from agentfy.gateway.console.layout import (
     table,
 )
 from agentfy.gateway.console.responses import failure_page, html, redirect
-from agentfy.gateway.console.screens import ops_bus, ops_credentials, ops_members
-from agentfy.gateway.console.visit import Visit, checked_form, text_of, visit
+from agentfy.gateway.console.screens import ops_bus, ops_credentials, ops_members, ops_prices
+from agentfy.gateway.console.visit import Visit, submitted, text_of, visit
 from agentfy.identity.roles import ROLES
 
 router = APIRouter()
-for _section in (ops_members, ops_credentials, ops_bus):
+for _section in (ops_members, ops_credentials, ops_prices, ops_bus):
     router.include_router(_section.router)
 SCREEN: Final = "/console/operations"
 _NO_AUTOCOMPLETE: Final = ' autocomplete="off"'
@@ -52,6 +52,9 @@ DONE: Final = {
     "credential_stored": "The credential was stored.",
     "credential_rotated": "The credential was replaced: the next run of every agent naming it uses the new one.",
     "credential_deleted": "The credential was deleted.",
+    "price_set": "The price was set: usage from its time on is costed with it.",
+    "price_replaced": "The price was replaced: usage from its time on is costed with the new one.",
+    "price_deleted": "The price was deleted: the usage it costed is costed by the price before it, or unknown.",
     "requeued": "The dead letter was requeued: a worker takes it again, with a fresh set of attempts.",
 }
 
@@ -95,6 +98,7 @@ async def _explainer(current: Visit, value: str) -> str:
 _CONTENTS: Final = ('<nav aria-label="Sections"><ul class="links">'
                     '<li><a href="#members-heading">Members</a></li>'
                     '<li><a href="#credentials-heading">Credentials</a></li>'
+                    '<li><a href="#prices-heading">Prices</a></li>'
                     '<li><a href="#api-keys-heading">API keys</a></li>'
                     '<li><a href="#bus-heading">Event bus</a></li>'
                     '<li><a href="#explain-heading">Explain an ID</a></li></ul></nav>')
@@ -110,6 +114,7 @@ async def _screen(request: Request, current: Visit, *, value: str = "", issued: 
         f"<p>{copyable(issued)}</p></div>")
     said = notice(DONE[done]) if done in DONE else ""
     body = (said + shown + _CONTENTS + await ops_members.section(current) + await ops_credentials.section(current)
+            + await ops_prices.section(current)
             + await _keys_section(current) + await ops_bus.section(current, dead_after=dead_after, scan=scan)
             + await _explainer(current, value))
     return html(page("Operations", body, viewer=current.viewer, section="operations"))
@@ -125,9 +130,7 @@ async def operations(request: Request, id: str = "", done: str = "", dead_after:
 
 @router.post("/operations/api-keys")
 async def issue_key(request: Request) -> Response:
-    current = await visit(request)
-    form = await checked_form(request, current.session)
-    request.state.back = SCREEN
+    current, form = await submitted(request, SCREEN)
     issued = await current.api.post("/org/api-keys", {"name": text_of(form, "key_name").strip(),
                                                       "role": text_of(form, "key_role")})
     return await _screen(request, current, issued=str(issued["key"]))
@@ -135,8 +138,6 @@ async def issue_key(request: Request) -> Response:
 
 @router.post("/operations/api-keys/{key_id}/revoke")
 async def revoke_key(request: Request, key_id: str) -> Response:
-    current = await visit(request)
-    await checked_form(request, current.session)
-    request.state.back = SCREEN
+    current, _ = await submitted(request, SCREEN)
     await current.api.delete(f"/org/api-keys/{segment(key_id)}")
     return redirect(request, SCREEN)

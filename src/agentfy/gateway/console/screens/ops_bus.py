@@ -17,11 +17,10 @@ from starlette.responses import Response
 
 from agentfy.gateway.console.api import ApiFailure, segment
 from agentfy.gateway.console.layout import copyable, error_box, esc, post_form, table
-from agentfy.gateway.console.responses import redirect
-from agentfy.gateway.console.visit import Visit, checked_form, visit
+from agentfy.gateway.console.screens.ops_forms import SCREEN, done, posted
+from agentfy.gateway.console.visit import Visit
 
 router = APIRouter()
-SCREEN: Final = "/console/operations"
 PAGE_SIZE: Final = 50
 
 
@@ -100,8 +99,6 @@ async def section(current: Visit, *, dead_after: str = "", scan: bool = False) -
 
 @router.post("/operations/dead-letters/{event_id}/requeue")
 async def requeue(request: Request, event_id: str) -> Response:
-    current = await visit(request)
-    await checked_form(request, current.session)
-    request.state.back = SCREEN
+    current, _ = await posted(request)
     await current.api.post(f"/org/dead-letters/{segment(event_id)}/requeue")
-    return redirect(request, f"{SCREEN}?done=requeued#bus-heading")
+    return done(request, "requeued", "bus")

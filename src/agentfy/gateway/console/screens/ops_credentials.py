@@ -17,11 +17,10 @@ from starlette.responses import Response
 
 from agentfy.gateway.console.api import segment
 from agentfy.gateway.console.layout import esc, field, post_form, table
-from agentfy.gateway.console.responses import redirect
-from agentfy.gateway.console.visit import Visit, checked_form, text_of, visit
+from agentfy.gateway.console.screens.ops_forms import SCREEN, done, posted
+from agentfy.gateway.console.visit import Visit, text_of
 
 router = APIRouter()
-SCREEN: Final = "/console/operations"
 #: What stands for every secret: the same whatever the secret, so it says nothing of it.
 MASK: Final = "••••••••"
 _NO_AUTOCOMPLETE: Final = ' autocomplete="off"'
@@ -52,19 +51,15 @@ async def section(current: Visit) -> str:
 
 @router.post("/operations/credentials")
 async def store(request: Request) -> Response:
-    current = await visit(request)
-    form = await checked_form(request, current.session)
-    request.state.back = SCREEN
+    current, form = await posted(request)
     name = text_of(form, "credential_name").strip()
     answer = await current.api.call("PUT", f"/credentials/{segment(name)}", json={"secret": text_of(form, "secret")})
-    done = "credential_rotated" if answer.get("rotated") else "credential_stored"
-    return redirect(request, f"{SCREEN}?done={done}#credentials-heading")
+    word = "credential_rotated" if answer.get("rotated") else "credential_stored"
+    return done(request, word, "credentials")
 
 
 @router.post("/operations/credentials/{name}/delete")
 async def delete(request: Request, name: str) -> Response:
-    current = await visit(request)
-    await checked_form(request, current.session)
-    request.state.back = SCREEN
+    current, _ = await posted(request)
     await current.api.delete(f"/credentials/{segment(name)}")
-    return redirect(request, f"{SCREEN}?done=credential_deleted#credentials-heading")
+    return done(request, "credential_deleted", "credentials")

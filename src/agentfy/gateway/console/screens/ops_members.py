@@ -17,12 +17,11 @@ from starlette.responses import Response
 
 from agentfy.gateway.console.api import segment
 from agentfy.gateway.console.layout import copyable, esc, field, post_form, table
-from agentfy.gateway.console.responses import redirect
-from agentfy.gateway.console.visit import Visit, checked_form, text_of, visit
+from agentfy.gateway.console.screens.ops_forms import SCREEN, done, posted
+from agentfy.gateway.console.visit import Visit, text_of
 from agentfy.identity.roles import ROLES
 
 router = APIRouter()
-SCREEN: Final = "/console/operations"
 PAGE_SIZE: Final = 200
 
 
@@ -69,40 +68,32 @@ async def section(current: Visit) -> str:
 
 @router.post("/operations/members/{user_id}/role")
 async def change_role(request: Request, user_id: str) -> Response:
-    current = await visit(request)
-    form = await checked_form(request, current.session)
-    request.state.back = SCREEN
+    current, form = await posted(request)
     await current.api.patch(f"/org/members/{segment(user_id)}", {"role": text_of(form, "role")})
-    return redirect(request, f"{SCREEN}?done=role#members-heading")
+    return done(request, "role", "members")
 
 
 @router.post("/operations/members/{user_id}/remove")
 async def remove(request: Request, user_id: str) -> Response:
-    current = await visit(request)
-    await checked_form(request, current.session)
-    request.state.back = SCREEN
+    current, _ = await posted(request)
     await current.api.delete(f"/org/members/{segment(user_id)}")
-    return redirect(request, f"{SCREEN}?done=removed#members-heading")
+    return done(request, "removed", "members")
 
 
 @router.post("/operations/members")
 async def add(request: Request) -> Response:
-    current = await visit(request)
-    form = await checked_form(request, current.session)
-    request.state.back = SCREEN
+    current, form = await posted(request)
     email = text_of(form, "email").strip()
     body: dict[str, Any] = {"display_name": text_of(form, "display_name").strip(), "role": text_of(form, "role")}
     if email:
         body["email"] = email
     await current.api.post("/org/members", body)
-    return redirect(request, f"{SCREEN}?done=added#members-heading")
+    return done(request, "added", "members")
 
 
 @router.post("/operations/members/invite")
 async def invite(request: Request) -> Response:
-    current = await visit(request)
-    form = await checked_form(request, current.session)
-    request.state.back = SCREEN
+    current, form = await posted(request)
     await current.api.post("/org/members", {"user_id": text_of(form, "invite_user_id").strip(),
                                             "role": text_of(form, "role")})
-    return redirect(request, f"{SCREEN}?done=invited#members-heading")
+    return done(request, "invited", "members")

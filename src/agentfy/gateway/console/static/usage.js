@@ -1,6 +1,8 @@
-// The usage page's charts: tokens and model calls per agent per day, drawn by the vendored uPlot from the
-// page's JSON data (#usage-data), one chart per .usage-chart element (its data-measure: "tokens" or "calls").
-// The table under them has the same numbers; without this script the page is that table.
+// The usage page's charts: tokens, cost and model calls per agent per day, drawn by the vendored uPlot from the
+// page's JSON data (#usage-data), one chart per .usage-chart element (its data-measure: "tokens", "cost" or
+// "calls").  Cost comes as exact decimal text per agent and currency, null where it is unknown (a gap, not 0);
+// it becomes a number here only as a point's height.  The table under them has the same numbers; without this
+// script the page is that table.
 "use strict";
 (() => {
   const data = document.getElementById("usage-data");
@@ -14,19 +16,25 @@
   const charts = [];
   document.querySelectorAll(".usage-chart").forEach((target) => {
     const measure = target.dataset.measure;
+    const money = measure === "cost";
+    const lines = money
+      ? usage.cost.map((one) => ({ label: one.label, values: one.values.map((v) => (v == null ? null : Number(v))) }))
+      : usage.series.map((one) => ({ label: one.agent, values: one[measure] }));
     const series = [{ label: "Day (UTC)", value: (u, v) => (v == null ? "" : dayOf(v)) }];
-    usage.series.forEach((one, i) => {
+    lines.forEach((one, i) => {
       const colour = colours[i % colours.length];
-      series.push({ label: one.agent, stroke: colour, width: 2, points: { show: true, size: 7, fill: colour } });
+      series.push({ label: one.label, stroke: colour, width: 2, spanGaps: false,
+                    points: { show: true, size: 7, fill: colour },
+                    value: (u, v, s, i) => (v == null ? (money && i != null ? "unknown" : "") : String(v)) });
     });
     const width = () => Math.max(280, target.clientWidth || 600);
     const options = {
       width: width(), height: 260, series: series, padding: [12, 48, 0, 0],
       scales: { x: { time: true }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [{ splits: () => days, values: (u, ticks) => ticks.map(dayOf) },
-             { label: measure, size: 70, incrs: whole }],
+             money ? { label: "cost", size: 70 } : { label: measure, size: 70, incrs: whole }],
     };
-    const chart = new uPlot(options, [days, ...usage.series.map((one) => one[measure])], target);
+    const chart = new uPlot(options, [days, ...lines.map((one) => one.values)], target);
     target.dataset.drawn = "true";
     charts.push(() => chart.setSize({ width: width(), height: 260 }));
   });
