@@ -69,7 +69,7 @@ from agentfy.store.db import Database, Tx, now
 from agentfy.store.repos import agents, api_keys, memory, orgs, search, sessions
 from agentfy.store.repos.memory import MemoryDocumentInput
 from bench.gateway import SIGNING_KEY, free_port, start
-from bench.harness import header
+from bench.harness import alternate_rounds, header
 from bench.store import databases
 from bench.verdicts import record
 
@@ -430,15 +430,7 @@ def check(base: str, seeded: Seeded) -> None:
 
 def alternate(ours: Callable[[], Run], bare: Callable[[], Run], rounds: int) -> tuple[Run, Run]:
     """Medians of ``rounds`` alternating rounds (the order swapped every round)."""
-    mine: list[Run] = []
-    theirs: list[Run] = []
-    for number in range(rounds):
-        if number % 2 == 0:
-            mine.append(ours())
-            theirs.append(bare())
-        else:
-            theirs.append(bare())
-            mine.append(ours())
+    mine, theirs = alternate_rounds(ours, bare, rounds)
 
     def median(runs: list[Run]) -> Run:
         return Run(statistics.median(r.rate for r in runs), statistics.median(r.p99_ms for r in runs))

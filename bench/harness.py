@@ -16,6 +16,9 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,21 @@ def alternating_rates(candidate: Callable[[int], object], baseline: Callable[[in
             baseline_rates.append(rate(baseline, n))
             candidate_rates.append(rate(candidate, n))
     return candidate_rates, baseline_rates
+
+
+def alternate_rounds(candidate: Callable[[], T], baseline: Callable[[], T], rounds: int) -> tuple[list[T], list[T]]:
+    """``rounds`` results of each side, one round at a time, the order swapped every round (as
+    :func:`alternating_rates`, for measurements that are more than a rate: percentiles, error counts)."""
+    mine: list[T] = []
+    theirs: list[T] = []
+    for number in range(rounds):
+        if number % 2 == 0:
+            mine.append(candidate())
+            theirs.append(baseline())
+        else:
+            theirs.append(baseline())
+            mine.append(candidate())
+    return mine, theirs
 
 
 def compare(name: str, candidate: Callable[[int], object], baseline: Callable[[int], object], *, n: int,

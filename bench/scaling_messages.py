@@ -39,6 +39,7 @@ from agentfy.store.migrate import upgrade
 from bench.api_mix import BARE_APP, Seeded, seed
 from bench.changefeed import serve, stop
 from bench.gateway import free_port
+from bench.harness import alternate_rounds
 from bench.postgres import scratch_database
 from bench.scaling_plot import figure, log_x, log_y, save
 from bench.scaling_table import Table, ms, per_second, ratio
@@ -168,15 +169,7 @@ def serve_bare(work: Path, conninfo: str, seeded: Seeded, processes: int) -> tup
 
 def alternate(ours: Callable[[], Round], bare: Callable[[], Round], rounds: int) -> tuple[Round, Round]:
     """The median of ``rounds`` alternating rounds of each side (the order swapped every round)."""
-    mine: list[Round] = []
-    theirs: list[Round] = []
-    for number in range(rounds):
-        if number % 2 == 0:
-            mine.append(ours())
-            theirs.append(bare())
-        else:
-            theirs.append(bare())
-            mine.append(ours())
+    mine, theirs = alternate_rounds(ours, bare, rounds)
 
     def median(runs: list[Round]) -> Round:
         return Round(*(statistics.median(getattr(r, name) for r in runs) for name in ("rate", "p50_ms", "p99_ms")),
