@@ -114,6 +114,10 @@ SCHEMA_INEXPRESSIBLE = (
                   "a schedule's shape is the document's pattern, but a cron field's range and names (croniter's "
                   "grammar), a real calendar date, a time after now and a bound on the number inside the text are not "
                   "patterns"),
+    Inexpressible(("prices.put", "prices.delete"), "invalid_input", r"effective_from",
+                  r".*expected an ISO-8601 time with its offset.*",
+                  "a price's start is an ISO-8601 time with its UTC offset, parsed by the store; the document states "
+                  "it in words, not as a pattern"),
     Inexpressible(("cron.create",), "invalid_input", r"timezone", r".*is not a known time zone.*",
                   "which time zone names exist is the server's IANA time-zone database, not a format"),
     Inexpressible(("cron.create",), "invalid_input", r"payload\.message", r".*",
