@@ -58,8 +58,6 @@ _NO_DEFAULTS: Final[dict[str, Any]] = {}
 #: How often a transaction is begun on a fresh connection after a pooled one turned out to be dead.
 _BEGIN_ATTEMPTS: Final = 3
 _LOG_CHANGE: Final = "INSERT INTO change_log (origin, payload, created_at) VALUES (?, ?, ?)"
-#: ``tuple.__new__``: a change stamped with its send time without the named tuple's generated ``__new__``.
-_new_change: Final = tuple.__new__
 
 
 class FirstCheck:
@@ -525,7 +523,7 @@ class Tx:
                 self._cursor.execute("COMMIT")
                 return
             sent_at = time.time()
-            changes = [_new_change(Change, (*change[:6], sent_at)) for change in self._changes]
+            changes = [change._replace(at=sent_at) for change in self._changes]
             feed = self.db.changes
             if self.db._sqlite:  # for other processes on the file, which tail the log
                 stamp = now()

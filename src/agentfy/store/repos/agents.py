@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, TypeGuard
 
 import sqlalchemy as sa
 
@@ -104,6 +104,17 @@ def _live_agent(row: tuple[Any, ...], tenant_id: OrgId) -> Agent:
                               row[4], row[5], None))
 
 
+def _is_canonical_agent_id(value: object) -> TypeGuard[str]:
+    """A canonical agent ID, decided by its start and one compiled match (nothing else pays for the pattern):
+    the common case of every look-up by ID, ahead of :func:`parse_id`'s general checks."""
+    return type(value) is str and value.startswith("agent-") and _CANONICAL_AGENT_ID(value) is not None
+
+
+def _is_short_agent_key(value: object) -> TypeGuard[str]:
+    """A short ``agent_key`` (no ID shape is one), decided by one cheap test ahead of the key pattern."""
+    return type(value) is str and is_short_key(value)
+
+
 def _duplicate_key(scope: Scope, key: str) -> ConflictError:
     return ConflictError(f"agent_key {key!r} is already used by another agent of tenant {scope.tenant_id}",
                          field="agent_key", value=key)
@@ -118,9 +129,8 @@ def _changed(tx: Tx, op: str, scope: Scope, agent_id: str, key: str, *, previous
 def create_agent(tx: Tx, scope: Scope, *, agent_key: str, display_name: str | None = None,
                  config: dict[str, Any] | None = None) -> Agent:
     """Create an agent under a freshly minted ID; a duplicate ``agent_key`` in the tenant is a conflict."""
-    # The commonest key passes the cheap test (is_short_key) and skips the pattern; a valid key is also a
-    # valid display name (a slug, within both limits), so the default name needs no check of its own.
-    key = agent_key if type(agent_key) is str and is_short_key(agent_key) else parse_agent_key(agent_key)
+    # A valid key is also a valid display name (a slug, within both limits): the default needs no check.
+    key = agent_key if _is_short_agent_key(agent_key) else parse_agent_key(agent_key)
     name = key if display_name is None else require_text(display_name, field="display_name", max_length=200)
     stamp = now()
     values = {"tenant_id": scope.tenant_id, "agent_key": key, "display_name": name,
@@ -132,15 +142,14 @@ def create_agent(tx: Tx, scope: Scope, *, agent_key: str, display_name: str | No
         if "agent_key" in error.columns:
             raise _duplicate_key(scope, key) from None
         raise
-    tx.record_change(Change("agent", "created", scope.tenant_id, agent_id, key, key))
+    _changed(tx, "created", scope, agent_id, key)
     return _new_tuple(Agent, (agent_id, scope.tenant_id, key, name, config or {}, stamp, stamp, None))
 
 
 def get_agent(tx: Tx, scope: Scope, agent_id: str) -> Agent:
     """The agent with this ID in the scope's tenant, or :class:`NotFoundError`."""
-    # As resolve_agent: a canonical ID decided by its start and one compiled match, anything else by parse_id;
     # execute().fetchone() rather than one() (the drivers return tuples): a frame less per look-up.
-    if not (type(agent_id) is str and agent_id.startswith("agent-") and _CANONICAL_AGENT_ID(agent_id) is not None):
+    if not _is_canonical_agent_id(agent_id):
         agent_id = parse_id(agent_id, "agent")
     row = tx.execute(_BY_ID, (scope.tenant_id, agent_id)).fetchone()
     if row is None:
@@ -150,7 +159,7 @@ def get_agent(tx: Tx, scope: Scope, agent_id: str) -> Agent:
 
 def get_agent_by_key(tx: Tx, scope: Scope, agent_key: str) -> Agent:
     """The agent with this key in the scope's tenant, or :class:`NotFoundError`."""
-    if not (type(agent_key) is str and is_short_key(agent_key)):  # the commonest key skips the pattern
+    if not _is_short_agent_key(agent_key):
         agent_key = parse_agent_key(agent_key)
     row = tx.execute(_BY_KEY, (scope.tenant_id, agent_key)).fetchone()
     if row is None:
@@ -167,11 +176,11 @@ def resolve_agent(tx: Tx, scope: Scope, id_or_key: str) -> Agent:
     """
     # ``execute().fetchone()`` rather than ``one()``: a frame less on the path of every request; the row is
     # copied into the named tuple whatever sequence the driver returns.
-    # The two common cases first, each decided by one cheap test: a canonical agent ID (it starts with
-    # "agent-", so nothing else pays for its pattern) and a short key (no ID shape is one).  Then legacy IDs.
-    if type(id_or_key) is str and id_or_key.startswith("agent-") and _CANONICAL_AGENT_ID(id_or_key) is not None:
+    # The two common cases first, each decided by one cheap test: a canonical agent ID and a short key.
+    # Then legacy IDs.
+    if _is_canonical_agent_id(id_or_key):
         row = tx.execute(_BY_ID, (scope.tenant_id, id_or_key)).fetchone()
-    elif type(id_or_key) is str and is_short_key(id_or_key):
+    elif _is_short_agent_key(id_or_key):
         row = tx.execute(_BY_KEY, (scope.tenant_id, id_or_key)).fetchone()
     elif is_id(id_or_key, "agent"):
         row = tx.execute(_BY_ID, (scope.tenant_id, id_or_key)).fetchone()
