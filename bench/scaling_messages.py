@@ -36,7 +36,7 @@ import httpx
 
 from agentfy.store.db import Database
 from agentfy.store.migrate import upgrade
-from bench.api_mix import BARE_APP, Seeded, seed
+from bench.api_mix import BARE_APP, Seeded, search_sql, seed
 from bench.changefeed import serve, stop
 from bench.gateway import free_port
 from bench.harness import alternate_rounds
@@ -151,20 +151,24 @@ def serve_bare(work: Path, conninfo: str, seeded: Seeded, processes: int) -> tup
     port = free_port()
     command = [sys.executable, "-m", "uvicorn", "bare_mix:app", "--host", "127.0.0.1", "--port", str(port),
                "--workers", str(processes), "--log-level", "warning", "--no-access-log"]
-    env = {**os.environ, "PYTHONPATH": str(work), "BARE_DB": conninfo, "BARE_TOKEN": seeded.token,
+    env = {**os.environ, "PYTHONPATH": str(work), "BARE_DB": conninfo, "BARE_SEARCH_SQL": search_sql("postgresql"),
+           "BARE_TOKEN": seeded.token,
            "BARE_TENANT": seeded.tenant_id, "BARE_USER": seeded.user_id,
            "BARE_THREADS": str(min(40, BARE_CONNECTIONS // processes))}
-    process = subprocess.Popen(command, env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = work / f"bare-{port}.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(command, env=env, cwd=work, stdout=output, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + READY_SECONDS
-    while time.time() < deadline:
+    while time.time() < deadline and process.poll() is None:  # a crashed app fails now, with its output
         try:
             httpx.get(f"{base}/openapi.json", timeout=1)
             return process, base
         except httpx.HTTPError:
             time.sleep(0.2)
     stop(process)
-    raise RuntimeError(f"the bare app with {processes} process(es) did not start")
+    raise RuntimeError(f"the bare app with {processes} process(es) did not start: "
+                       f"{log.read_text(errors='replace')[-2000:]}")
 
 
 def alternate(ours: Callable[[], Round], bare: Callable[[], Round], rounds: int) -> tuple[Round, Round]:
