@@ -168,6 +168,52 @@ def test_entries_expire_after_the_ttl_but_the_loop_is_kept(db: Database, store_c
     assert store_calls == ["bot", "bot"]
 
 
+def test_a_sweep_drops_exactly_the_expired_entries_oldest_first(db: Database, store_calls: list[str]) -> None:
+    """Entries expire in the order they were cached; a refresh (a reload after a change) puts an entry at the
+    back of the line, so a sweep never drops a fresher entry nor keeps a stale one behind a live one."""
+    clock = Clock()
+    router = Router(db, ttl=10, clock=clock)
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
+    for key in ("a", "b", "c"):
+        new_agent(db, acme, key)
+    new_agent(db, globex, "a")
+    router.get(ctx(acme), "a")
+    clock.now += 3
+    router.get(ctx(acme), "b")
+    router.get(ctx(globex), "a")
+    clock.now += 3
+    router.get(ctx(acme), "c")
+    router.invalidate_agent(acme.tenant_id, "a")  # a change: the next look-up caches it afresh, last in line
+    router.get(ctx(acme), "a")
+    clock.now += 4.5  # 10.5 after a, 7.5 after b and globex's a, 4.5 after c and the refreshed a
+    assert router.sweep() == 0 and len(router) == 4
+    clock.now += 3  # 10.5 after b and globex's a
+    assert router.sweep() == 2 and len(router) == 2
+    assert router.get_cached(ctx(acme), "b") is None and router.get_cached(ctx(globex), "a") is None
+    assert router.get_cached(ctx(acme), "a") is not None and router.get_cached(ctx(acme), "c") is not None
+    clock.now += 3
+    assert router.sweep() == 2 and len(router) == 0 and router.sweep() == 0
+
+
+def test_dropping_a_tenant_leaves_every_other_tenants_entries_loops_and_expiry(db: Database) -> None:
+    clock = Clock()
+    router = Router(db, ttl=10, clock=clock)
+    acme, globex = make_tenant(db, "acme").scope, make_tenant(db, "globex").scope
+    for key in ("a", "b"):
+        new_agent(db, acme, key)
+        new_agent(db, globex, key)
+    globex_loops = [router.get(ctx(globex), key) for key in ("a", "b")]
+    acme_a = router.get(ctx(acme), "a")
+    router.get(ctx(acme), "b")
+    assert router.invalidate_tenant(acme.tenant_id) == 2 and len(router) == 2
+    assert router.invalidate_tenant(acme.tenant_id) == 0
+    assert router.get_cached(ctx(acme), "a") is None
+    assert router.get(ctx(acme), "a") is not acme_a  # the loop went with the tenant: a fresh one
+    assert [router.get_cached(ctx(globex), key) for key in ("a", "b")] == globex_loops
+    clock.now += 11
+    assert router.sweep() == 3 and len(router) == 0
+
+
 def test_run_state_survives_expiry_rename_update_and_a_flush(db: Database) -> None:
     clock = Clock()
     router = Router(db, ttl=10, clock=clock)

@@ -15,6 +15,11 @@ Invariants:
    back.  A load that raced with an invalidation of its tenant is returned but not cached (a per-tenant
    generation), so an old row can never be cached after the change that made it old.  Entries also expire
    after a TTL, a backstop only: a timer sweeps them (:meth:`Router.sweep`), so a look-up is one dict access.
+   Neither a sweep nor a tenant's invalidation walks the whole cache: entries are kept in the order they were
+   cached, which is the order they expire in (the TTL is one constant and the clock monotonic), so a sweep
+   stops at the first live entry; and each tenant's entries and loops have an index of their own, so
+   deleting an organization costs what it drops, not what the router holds (at a million cached agents a
+   walk under the lock stalled every miss and every change notification for seconds).
 4. **Run state is not cache state.**  Loops live in their own registry by ``(tenant_id, agent_id)``: dropping,
    expiring or refreshing a cache entry — a rename, an update, a reconnect — keeps the loop (its ``running``
    state, and the one-loop-per-agent rule).  The registry holds loops weakly: a loop stays while a cache
@@ -33,6 +38,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
@@ -88,8 +94,13 @@ class Router:
         # the same keys -> the entry's loop, kept in step with _entries under the lock: the hot path's one
         # subscript.  A None tenant is never stored, only looked up (and then missed).
         self._hits: dict[tuple[str | None, str], AgentLoop] = {}
-        # (tenant, agent id) -> run state, held weakly (see the module docstring)
-        self._loops: weakref.WeakValueDictionary[tuple[str, str], AgentLoop] = weakref.WeakValueDictionary()
+        # (tenant, agent id) -> the agent's entry, in the order cached, which is expiry order (see the module
+        # docstring): the sweep's queue and the cache's size
+        self._expiry: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        # tenant -> agent ids of its entries (dropping a tenant costs what it drops)
+        self._by_tenant: dict[str, set[str]] = {}
+        # tenant -> agent id -> run state, held weakly (see the module docstring)
+        self._loops: dict[str, weakref.WeakValueDictionary[str, AgentLoop]] = {}
         self._generations: dict[str, int] = {}  # per tenant, bumped by every invalidation
         self._epoch = 0  # bumped by every flush
         self._lock = threading.Lock()
@@ -140,9 +151,12 @@ class Router:
         invalidated the tenant since ``stamp`` was taken before the load, and the feed is live."""
         tenant_id, agent_id = agent.tenant_id, agent.id
         with self._lock:
-            loop = self._loops.get((tenant_id, agent_id))
+            loops = self._loops.get(tenant_id)
+            if loops is None:
+                loops = self._loops[tenant_id] = weakref.WeakValueDictionary()
+            loop = loops.get(agent_id)
             if loop is None:
-                loop = self._loops[(tenant_id, agent_id)] = self._loop_factory(agent)
+                loop = loops[agent_id] = self._loop_factory(agent)
             elif agent.updated_at >= loop.agent.updated_at:
                 loop.agent = agent
             if stamp != self._stamp(tenant_id) or not self.db.changes.cacheable:
@@ -154,19 +168,29 @@ class Router:
             for key in ((tenant_id, agent.agent_key), (tenant_id, agent_id)):
                 self._entries[key] = entry
                 self._hits[key] = loop
+            self._expiry[(tenant_id, agent_id)] = entry  # dropped above if it was there: now last in line
+            self._by_tenant.setdefault(tenant_id, set()).add(agent_id)
             if self._sweeper is None and self._clock is time.monotonic:
                 self._sweeper = _schedule_sweeps(self)
             return loop
 
     def sweep(self) -> int:
         """Drop the entries past their TTL (the backstop for a change nobody heard of); returns how many.  Runs
-        on a timer a few times per TTL; tests with their own clock call it."""
+        on a timer a few times per TTL; tests with their own clock call it.  Costs what it drops: entries
+        expire in the order they were cached, so it stops at the first one still live."""
         now = self._clock()
+        dropped = 0
         with self._lock:
-            expired = {id(e): e for e in self._entries.values() if e.expires_at <= now}
-            for entry in expired.values():
+            while self._expiry:
+                entry = next(iter(self._expiry.values()))
+                if entry.expires_at > now:
+                    break
                 self._drop_keys(entry)
-        return len(expired)
+                loops = self._loops.get(entry.tenant_id)
+                if loops is not None and not loops:  # an idle tenant's empty registry goes with its last entry
+                    del self._loops[entry.tenant_id]
+                dropped += 1
+        return dropped
 
     def is_running(self, ctx: RequestContext, agent_key: str) -> bool:
         """Whether the agent with this key (or ID) *in the context's tenant* has a run in progress.  The run
@@ -195,11 +219,10 @@ class Router:
         tenant_id = parse_id(tenant_id, "org", field="tenant_id")
         with self._lock:
             self._bump(tenant_id)
-            doomed = {id(e): e for (t, _), e in self._entries.items() if t == tenant_id}
-            for entry in doomed.values():
+            doomed = [self._expiry[(tenant_id, agent_id)] for agent_id in self._by_tenant.get(tenant_id, ())]
+            for entry in doomed:
                 self._drop_keys(entry)
-            for key in [k for k in list(self._loops.keys()) if k[0] == tenant_id]:
-                self._loops.pop(key, None)
+            self._loops.pop(tenant_id, None)
             return len(doomed)
 
     def clear(self) -> None:
@@ -208,10 +231,12 @@ class Router:
             self._epoch += 1
             self._entries.clear()
             self._hits.clear()
+            self._expiry.clear()
+            self._by_tenant.clear()
 
     def __len__(self) -> int:
         """The number of cached agents."""
-        return len({id(e) for e in self._entries.values()})
+        return len(self._expiry)
 
     # -- internals (call with the lock held) -----------------------------------------------------------------
     def _bump(self, tenant_id: str) -> None:
@@ -222,6 +247,12 @@ class Router:
             if self._entries.get(key) is entry:
                 del self._entries[key]
                 del self._hits[key]
+        if self._expiry.get((entry.tenant_id, entry.agent_id)) is entry:
+            del self._expiry[(entry.tenant_id, entry.agent_id)]
+            ids = self._by_tenant[entry.tenant_id]
+            ids.discard(entry.agent_id)
+            if not ids:
+                del self._by_tenant[entry.tenant_id]
 
     def _invalidate_agent_change(self, change: Change) -> None:
         tenant_id, agent_id = change.tenant_id or "", change.id or ""
@@ -233,7 +264,9 @@ class Router:
                     if entry is not None:
                         self._drop_keys(entry)
             if change.op in ("archived", "deleted"):
-                self._loops.pop((tenant_id, agent_id), None)
+                loops = self._loops.get(tenant_id)
+                if loops is not None:
+                    loops.pop(agent_id, None)
 
     # -- the change feed -------------------------------------------------------------------------------------
     def _on_change(self, change: Change) -> None:
