@@ -166,6 +166,22 @@ def test_upsert_inserts_then_updates_in_place(db: Database) -> None:
     assert count(db, "memory_documents") == 3
 
 
+def test_upsert_matches_each_person_and_path_exactly_not_their_cross_product(db: Database) -> None:
+    """The existing-documents look-up narrows by the batch's people and paths separately (so the engine can
+    use the (agent, person, path) index); (a, y) existing must not turn a batch's (a, x) into an update."""
+    acme = make_tenant(db, "acme").scope
+    bot = new_agent(db, acme, "bot")
+    with db.transaction() as tx:
+        old = memory.upsert_memory_documents(tx, acme, bot.id, [Doc(user_id="a", path="y", content="a-y"),
+                                                                 Doc(user_id="b", path="x", content="b-x")])
+        new = memory.upsert_memory_documents(tx, acme, bot.id, [Doc(user_id="a", path="x", content="a-x"),
+                                                                 Doc(user_id="b", path="y", content="b-y")])
+        everything = memory.list_memory_documents(tx, acme, bot.id)
+    assert not set(old) & set(new)
+    assert [(d.user_id, d.path, d.content) for d in everything] == [
+        ("a", "x", "a-x"), ("a", "y", "a-y"), ("b", "x", "b-x"), ("b", "y", "b-y")]
+
+
 def test_upsert_replaces_metadata_when_given(db: Database) -> None:
     acme = make_tenant(db, "acme").scope
     bot = new_agent(db, acme, "bot")

@@ -210,7 +210,9 @@ _UPDATE_DOC: Final = (sa.update(memory_documents)
 _EXISTING_DOCS: Final = Sql(lambda d: sa.select(memory_documents.c.id, memory_documents.c.user_id,
                                                 memory_documents.c.path).where(
     _DOC_IN_TENANT, memory_documents.c.agent_id == sa.bindparam("agent_id"),
-    memory_documents.c.path.in_(json_values("paths", d))))
+    # the SCOPEs as well as the paths: the unique index is (agent_id, user_id, path), and without user_id the
+    # engine can only narrow by agent and then reads every document of every person the agent talks to
+    memory_documents.c.user_id.in_(json_values("users", d)), memory_documents.c.path.in_(json_values("paths", d))))
 _DOC_BY_ID: Final = sa.select(*_DOC_COLUMNS).where(_DOC_IN_TENANT, memory_documents.c.id == sa.bindparam("id"))
 _DOC_ORDER: Final = (memory_documents.c.user_id, memory_documents.c.path)
 DOC_PAGES: Final[Keyset[MemoryDocument]] = Keyset(
@@ -313,7 +315,8 @@ def upsert_memory_documents(tx: Tx, scope: Scope, agent_id: str,
     require_agents(tx, scope, {agent: "agent_id"})
 
     existing = {(r[1], r[2]): r[0] for r in tx.all(_EXISTING_DOCS, {
-        "tenant_id": scope.tenant_id, "agent_id": agent, "paths": json_list({row["path"] for row in rows})})}
+        "tenant_id": scope.tenant_id, "agent_id": agent, "users": json_list({row["user_id"] for row in rows}),
+        "paths": json_list({row["path"] for row in rows})})}
     updates: list[dict[str, Any]] = []
     inserts: list[dict[str, Any]] = []
     for row in rows:
