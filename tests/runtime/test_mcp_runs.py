@@ -196,7 +196,9 @@ def test_a_stdio_server_runs_only_when_its_command_is_allowed(db: Database, tmp_
     command = f"{sys.executable} -m tests.helpers.mcp_server"
     acme = _tenant(db, "acme", fake)
     _register(db, acme, f"stdio:{command}", name="local")
-    allowed = McpSettings(allowed_commands=(command,))
+    # The server is a new Python process importing the MCP SDK: on a loaded machine its start alone can take
+    # longer than the default connect timeout, and this test is about the allow-list, not about that timeout.
+    allowed = McpSettings(allowed_commands=(command,), connect_timeout_seconds=60)
     fake.script(Completion(tool_calls=[FakeToolCall("c1", "mcp__local__forecast", {"city": "Rome"})]),
                 Completion(text="Sunny in Rome."), Completion(text="Nothing to offer."))
 
