@@ -6,6 +6,7 @@ The bare install itself (no extras at all) is exercised end to end in ``tests/te
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 
 import pytest
@@ -51,3 +52,12 @@ def test_a_missing_agentfy_module_at_import_is_a_broken_install_not_an_extra(mon
     monkeypatch.delattr(agentfy, "cli")
     with pytest.raises(ModuleNotFoundError, match=re.escape("agentfy.cli")):
         main()
+
+
+def test_starting_the_gateway_imports_neither_the_anthropic_nor_the_mcp_sdk() -> None:
+    """Each SDK costs seconds of CPU to import, paid by every gateway and worker process at start (and by every
+    process a multi-process test starts); they are imported with the first agent that uses them instead."""
+    probe = ("import sys, agentfy.gateway.server, agentfy.cli.serve, agentfy.cli.worker; "
+             "print(sorted(m for m in ('anthropic', 'mcp', 'mcp_types') if m in sys.modules))")
+    imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert imported.strip() == "[]"

@@ -26,12 +26,11 @@ process's credentials key (``$AGENTFY_CREDENTIALS_KEY``).  A configuration the r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import httpx
 
 from agentfy.identity import Scope
-from agentfy.runtime.anthropic_messages import AnthropicClients, AnthropicMessagesProvider
 from agentfy.runtime.call_policy import CallPolicy
 from agentfy.runtime.model import ModelProvider
 from agentfy.runtime.offline import OfflineProvider
@@ -41,6 +40,9 @@ from agentfy.store.errors import NotFoundError
 from agentfy.store.repos import credentials
 from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.credentials import CredentialCipher
+
+if TYPE_CHECKING:  # imported with the first agent on Anthropic's API (see ProviderFactory.anthropic_clients)
+    from agentfy.runtime.anthropic_messages import AnthropicClients
 
 OFFLINE: Final = "offline"
 OPENAI: Final = "openai"
@@ -204,12 +206,23 @@ class Providers:
         self.cipher = cipher
         self.policy = policy if policy is not None else CallPolicy()
         self.clients = clients if clients is not None else OpenAIClients()
-        self.anthropic_clients = anthropic_clients if anthropic_clients is not None else AnthropicClients()
+        self._anthropic_clients = anthropic_clients
+
+    @property
+    def anthropic_clients(self) -> AnthropicClients:
+        """The ``anthropic`` SDK's clients, made with the first agent on Anthropic's API: importing that SDK
+        costs every process seconds of CPU at start, and most platforms have no such agent."""
+        if self._anthropic_clients is None:
+            from agentfy.runtime.anthropic_messages import AnthropicClients  # noqa: PLC0415
+
+            self._anthropic_clients = AnthropicClients()
+        return self._anthropic_clients
 
     async def aclose(self) -> None:
         """Close the SDK clients (their connections) of the running loop."""
         await self.clients.aclose()
-        await self.anthropic_clients.aclose()
+        if self._anthropic_clients is not None:
+            await self._anthropic_clients.aclose()
 
     def for_agent(self, tx: Tx, scope: Scope, agent: Agent, settings: ModelSettings) -> ModelProvider:
         """The provider of ``agent`` (reads the credential in ``tx``, the run's tenant)."""
@@ -218,6 +231,8 @@ class Providers:
         assert settings.base_url is not None and settings.model is not None
         api_key = self._api_key(tx, scope, agent, settings)
         if settings.provider == ANTHROPIC:
+            from agentfy.runtime.anthropic_messages import AnthropicMessagesProvider  # noqa: PLC0415
+
             assert settings.max_tokens is not None
             return AnthropicMessagesProvider(base_url=settings.base_url, model=settings.model,
                                              max_tokens=settings.max_tokens, api_key=api_key,

@@ -21,16 +21,14 @@ import logging
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Any, Final
-
-import httpx2
-from mcp import Client, StdioServerParameters
-from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp_types import CallToolResult, Tool
+from typing import TYPE_CHECKING, Any, Final
 
 from agentfy.runtime.mcp.servers import SSE, STDIO, ServerTarget
 from agentfy.runtime.mcp.settings import McpSettings
+
+if TYPE_CHECKING:  # the SDK is imported when a connection opens (see _open), not with the gateway
+    from mcp import Client
+    from mcp_types import CallToolResult, Tool
 
 logger: Final = logging.getLogger("agentfy.runtime.mcp")
 
@@ -190,7 +188,15 @@ class McpConnections:
                 connection.ready.exception()
 
     async def _open(self, stack: AsyncExitStack, target: ServerTarget, headers: dict[str, str]) -> Client:
-        """A client for ``target`` (not entered yet); the HTTP client it needs is closed with ``stack``."""
+        """A client for ``target`` (not entered yet); the HTTP client it needs is closed with ``stack``.
+
+        The SDK is imported here, by the first connection a process opens: it costs seconds of CPU to import,
+        and every gateway and worker process would pay that at start whether or not any agent has a server."""
+        import httpx2  # noqa: PLC0415
+        from mcp import Client, StdioServerParameters  # noqa: PLC0415
+        from mcp.client.sse import sse_client  # noqa: PLC0415
+        from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415
+
         if target.transport == STDIO:
             return Client(StdioServerParameters(command=target.command[0], args=list(target.command[1:])))
         assert target.url is not None

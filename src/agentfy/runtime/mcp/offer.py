@@ -23,10 +23,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final
-
-from mcp import MCPError
-from mcp_types import Tool as McpTool
+from typing import TYPE_CHECKING, Any, Final
 
 from agentfy.identity import Scope
 from agentfy.runtime.mcp.connections import McpConnections, McpUnavailable, ServerKey
@@ -42,6 +39,9 @@ from agentfy.store.repos import credentials, links
 from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.credentials import CredentialCipher, CredentialDecryptionError
 from agentfy.store.repos.links import AgentMcpServer
+
+if TYPE_CHECKING:
+    from mcp_types import Tool as McpTool
 
 logger: Final = logging.getLogger("agentfy.runtime.mcp")
 
@@ -185,6 +185,8 @@ class McpTools:
         ``mcp.connect_timeout_seconds`` together, so a slow server delays a run by that at most."""
         if server.problem is not None:
             return [], server.problem
+        from mcp import MCPError  # noqa: PLC0415 (the SDK is imported with the first connection, not at start)
+
         budget = self.settings.connect_timeout_seconds
         try:
             listing = self.connections.list_tools(server.key, server.target, server.headers)
@@ -215,6 +217,8 @@ class McpTools:
         timeout = server.target.timeout or self.settings.call_timeout_seconds
 
         async def run(env: ToolEnv, arguments: Mapping[str, Any]) -> str:
+            from mcp import MCPError  # noqa: PLC0415 (imported by the connection that listed this tool)
+
             try:
                 result = await self.connections.call_tool(server.key, server.target, server.headers, offered.name,
                                                            arguments)

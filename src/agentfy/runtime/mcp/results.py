@@ -10,9 +10,10 @@ marks as an error starts with ``error:``, like every tool error the model sees.
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from mcp_types import CallToolResult, TextContent
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult
 
 #: What a result says when the server sent neither content nor structured content.
 EMPTY: Final = "(the tool returned nothing)"
@@ -45,6 +46,8 @@ def _repeats(structured: Any, texts: list[str]) -> bool:
 
 def result_text(result: CallToolResult) -> str:
     """The model's text for ``result`` (see the module docstring)."""
+    from mcp_types import TextContent  # noqa: PLC0415 (the SDK's types came with the connection)
+
     texts = [block.text for block in result.content if isinstance(block, TextContent)]
     parts = [_block(block) for block in result.content]
     structured = result.structured_content
