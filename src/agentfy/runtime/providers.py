@@ -218,6 +218,10 @@ class Providers:
             self._anthropic_clients = AnthropicClients()
         return self._anthropic_clients
 
+    @anthropic_clients.setter
+    def anthropic_clients(self, clients: AnthropicClients) -> None:
+        self._anthropic_clients = clients
+
     async def aclose(self) -> None:
         """Close the SDK clients (their connections) of the running loop."""
         await self.clients.aclose()
