@@ -94,6 +94,27 @@ def test_a_guild_command_reaches_the_agent_in_the_members_guild_scope(gateway: G
                                    {"content": "echo: hello"})
 
 
+def test_an_interaction_is_verified_and_read_in_one_transaction(gateway: Gateway, key: Ed25519PrivateKey,
+                                                                bound: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The binding, its signature and the agent's policy in one read (each transaction a round trip on
+    PostgreSQL); a guild command needs no sender look-up; a bad signature reads no policy and runs nothing."""
+    db = gateway.state.db
+    begun: list[bool] = []
+    transaction = db.transaction
+
+    def counted(*, write: bool = True) -> Any:
+        begun.append(write)
+        return transaction(write=write)
+
+    monkeypatch.setattr(db, "transaction", counted)
+    assert send(gateway, key, command()).json() == {"type": 5}
+    assert begun == [False] and len(gateway.runtime.received) == 1
+    begun.clear()
+    body = json.dumps(command()).encode()
+    assert send(gateway, key, None, raw=body, headers=signed(Ed25519PrivateKey.generate(), body)).status_code == 401
+    assert begun == [False] and len(gateway.runtime.received) == 1
+
+
 def test_a_dm_command_is_in_the_senders_scope(gateway: Gateway, key: Ed25519PrivateKey, bound: str) -> None:
     assert send(gateway, key, command(guild=None)).json() == {"type": 5}
     (inbound,) = gateway.runtime.received

@@ -14,6 +14,7 @@ only the sender sees), and nothing reaches the runtime.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
@@ -27,7 +28,9 @@ from agentfy.channels.payloads import parse_body
 from agentfy.channels.state import ChannelState, channels_of
 from agentfy.errors import ApiError
 from agentfy.runtime.inbound import Reply
+from agentfy.store.repos import channel_access
 from agentfy.store.repos import channels as bindings
+from agentfy.store.repos.channel_access import ChannelPolicy
 from agentfy.store.repos.channels import ChannelBinding
 
 SIGNATURE_HEADER: Final = "x-signature-ed25519"
@@ -45,21 +48,49 @@ def refused() -> ApiError:
                     f"({SIGNATURE_HEADER}, {TIMESTAMP_HEADER})")
 
 
-def _find(state: ChannelState, application: str) -> ChannelBinding | None:
+@dataclass(frozen=True, slots=True)
+class _Signed:
+    """What one transaction read for a request whose signature held: the binding and its agent's policy."""
+
+    binding: ChannelBinding
+    policy: ChannelPolicy
+
+
+def _find_signed(state: ChannelState, application: str, signature: str, timestamp: str,
+                 body: bytes) -> _Signed | None:
+    """The binding of ``application`` and its agent's access policy, if the body carries the binding's
+    signature; else ``None`` (the policy is read only once the signature held)."""
     with state.db.transaction(write=False) as tx:
-        return bindings.find_binding(tx, "discord", application)
+        binding = bindings.find_binding(tx, "discord", application)
+        if binding is None or not discord.signature_holds(binding.verifier, signature, timestamp, body):
+            return None
+        return _Signed(binding, channel_access.get_policy(tx, binding.scope, binding.agent_id))
 
 
 async def verify_discord(request: Request, application: str) -> ChannelBinding:
-    """The binding of the application named in the path, if the body carries its signature; else 401."""
+    """The binding of the application named in the path, if the body carries its signature; else 401.
+
+    One hop to a worker thread and one read transaction per interaction: the binding is found, the signature
+    checked and the agent's policy read there (kept on ``request.state`` for :func:`discord_interactions`);
+    each hop and transaction is a round trip on PostgreSQL, and an interaction used to take three of each."""
     signature = request.headers.get(SIGNATURE_HEADER, "")
     timestamp = request.headers.get(TIMESTAMP_HEADER, "")
     if not (discord.APPLICATION_ID.fullmatch(application) and signature and timestamp):
         raise refused()
-    binding = await run_in_threadpool(_find, channels_of(request), application)
-    if binding is None or not discord.signature_holds(binding.verifier, signature, timestamp, await request.body()):
+    signed = await run_in_threadpool(_find_signed, channels_of(request), application, signature, timestamp,
+                                     await request.body())
+    if signed is None:
         raise refused()
-    return binding
+    request.state.discord = signed
+    return signed.binding
+
+
+def _policy(request: Request, state: ChannelState, binding: ChannelBinding) -> ChannelPolicy:
+    """The policy :func:`verify_discord` read for this request (read again if the route was called without it)."""
+    signed = getattr(request.state, "discord", None)
+    if isinstance(signed, _Signed) and signed.binding is binding:
+        return signed.policy
+    return access.policy_of(state.db, binding)
 
 
 DiscordApplication = Annotated[ChannelBinding, Depends(verify_discord)]
@@ -77,9 +108,10 @@ async def discord_interactions(application: str, request: Request, binding: Disc
     found = discord.addressed(interaction, binding)
     if isinstance(found, str):
         return {"type": 4, "data": {"content": f"Not sent to the agent: {found}.", "flags": EPHEMERAL}}
-    policy = await run_in_threadpool(access.policy_of, state.db, binding)
-    verdict = await run_in_threadpool(access.admit, state.db, binding, policy, found.sender_id,
-                                      direct=found.direct)
+    policy = _policy(request, state, binding)
+    verdict = (await run_in_threadpool(access.admit, state.db, binding, policy, found.sender_id,
+                                       direct=found.direct)
+               if access.reads_senders(policy, direct=found.direct) else access.ADMITTED)
     if not verdict.admitted:
         return {"type": 4, "data": {"content": verdict.reply or f"Not sent to the agent: {verdict.reason}.",
                                     "flags": EPHEMERAL}}
