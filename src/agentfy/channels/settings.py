@@ -55,7 +55,8 @@ class TelegramSettings(_PlatformApi):
     """The Bot API server (``api.telegram.org``, or a self-hosted one)."""
 
     api_base: str = "https://api.telegram.org"
-    #: The least time between two messages or edits of streaming replies in one chat (all its replies together).
+    #: The least time between two progress messages or edits of streaming replies in one chat (all its replies
+    #: together), and between two of a group's messages; a private chat's whole replies are not held by it.
     edit_interval_seconds: float = Field(default=EDIT_INTERVAL_SECONDS, ge=0.1, le=60)
     #: How long a reply's first piece is held before the reply starts streaming (0: stream at once); a reply
     #: done within it is one ``sendMessage``, sent the moment it is done.
