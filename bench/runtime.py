@@ -13,7 +13,12 @@ Run: ``make bench`` (or ``.venv/bin/python -m bench.runtime``).  On 127.0.0.1 on
   JSON, answers 200 and then sends ``sendMessage`` to the same fake server — nothing else.
 
 A round trip starts when the client sends the update and ends when the fake server receives the whole reply for
-that chat (a streamed reply's ``sendMessage`` carries its first piece; the edit that completes it ends the trip).
+that chat.  The offline model answers at once, so ours sends it as one ``sendMessage`` like the bare webhook
+(the Telegram reply holds its first piece for ``telegram.first_piece_delay_ms`` and sends a reply done by then
+whole, the moment it is done); were it streamed, the edit that completes it would end the trip.  Each side's
+Bot API calls per round trip are counted and printed (``calls/msg``): ours must make one, as the bare does, or
+the comparison is not of the same work.  The chats are private chats (a person's DM with the bot), which are
+not pre-paced: a group's replies keep the chat's ``telegram.edit_interval_seconds`` and would measure that.
 Closed loop: ``N`` chats talk at once, each sending its next message when its reply arrived; every chat
 is a conversation of ``TURNS_PER_CHAT`` messages, then a new chat starts (sessions stay short, so every round
 measures the same work).  Rounds alternate between ours and bare; each figure is the median over the rounds
@@ -99,6 +104,7 @@ of its chat."""
     waiting: dict[int, asyncio.Future[tuple[float, str]]] = field(default_factory=dict)
     expected: dict[int, str] = field(default_factory=dict)
     received: int = 0
+    edits: int = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
                        send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
@@ -113,6 +119,7 @@ of its chat."""
         arrived = time.perf_counter()
         if scope["path"].endswith(("/sendMessage", "/editMessageText")):
             self.received += 1
+            self.edits += scope["path"].endswith("/editMessageText")
             message = json.loads(body)
             chat, text = int(message["chat_id"]), str(message["text"])
             # A streamed reply is sent with its first piece and edited as the rest arrives: the round trip
@@ -139,6 +146,8 @@ class Round:
     latencies: list[float]
     errors: int
     problems: list[str]
+    calls: int = 0  # Bot API calls the fake server received during the round
+    edits: int = 0  # of which editMessageText
 
     def percentile(self, p: float) -> float:
         ordered = sorted(self.latencies)
@@ -156,6 +165,7 @@ async def one_round(fake: FakeTelegram, base: str, chats: int, expect: Callable[
     errors = 0
     limits = httpx.Limits(max_connections=chats, max_keepalive_connections=chats)
     headers = {SECRET_HEADER: SECRET}
+    calls_before, edits_before = fake.received, fake.edits
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=REPLY_TIMEOUT_SECONDS) as client:
         stop_at = time.perf_counter() + ROUND_SECONDS
         started = time.perf_counter()
@@ -193,7 +203,8 @@ async def one_round(fake: FakeTelegram, base: str, chats: int, expect: Callable[
 
         await asyncio.gather(*(talk() for _ in range(chats)))
         elapsed = time.perf_counter() - started
-    return Round(len(latencies) / elapsed, latencies, errors, problems)
+    return Round(len(latencies) / elapsed, latencies, errors, problems, fake.received - calls_before,
+                 fake.edits - edits_before)
 
 
 def seed(db: Database) -> None:
@@ -219,6 +230,8 @@ async def compare(dialect: str, fake: FakeTelegram, ours: str, bare: str) -> lis
             results["ours"].append(await one_round(fake, ours, chats, ours_expect))
             results["bare"].append(await one_round(fake, bare, chats, bare_expect))
         figures = {}
+        calls = {name: (sum(r.calls for r in rounds) / max(1, sum(len(r.latencies) for r in rounds)),
+                        sum(r.edits for r in rounds)) for name, rounds in results.items()}
         for name, rounds in results.items():
             errors = sum(r.errors for r in rounds)
             if errors:
@@ -230,7 +243,9 @@ async def compare(dialect: str, fake: FakeTelegram, ours: str, bare: str) -> lis
         (o_rate, o_p50, o_p99), (b_rate, b_p50, b_p99) = figures["ours"], figures["bare"]
         lines.append(f"{dialect:<10} {chats} chat(s) at once  ours {o_rate:>7,.0f} msg/s  p50 {o_p50:6.1f} ms  "
                      f"p99 {o_p99:6.1f} ms | bare {b_rate:>7,.0f} msg/s  p50 {b_p50:5.1f} ms  p99 {b_p99:5.1f} ms"
-                     f" | rate {o_rate / b_rate:4.2f}x, p50 {o_p50 / b_p50:4.1f}x the bare (medians of {ROUNDS})")
+                     f" | rate {o_rate / b_rate:4.2f}x, p50 {o_p50 / b_p50:4.1f}x the bare (medians of {ROUNDS})"
+                     f" | calls/msg ours {calls['ours'][0]:.2f} ({calls['ours'][1]} edits), "
+                     f"bare {calls['bare'][0]:.2f}")
         lines.append(verdict(dialect, chats, o_rate / b_rate, o_p50 - b_p50))
     return lines
 

@@ -85,6 +85,9 @@ class FakePlatforms:
 
     #: API methods (``editMessageText``) whose calls fail as a lost connection would, once each.
     down_once: set[str] = field(default_factory=set)
+    #: API methods answered ``429 Too Many Requests`` with these ``retry_after`` seconds, one per call, before
+    #: they are answered normally again.
+    too_many: dict[str, list[float]] = field(default_factory=dict)
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content) if request.content else None
@@ -93,6 +96,11 @@ class FakePlatforms:
         if method in self.down_once:
             self.down_once.discard(method)
             raise httpx.ConnectError("the fake API is down", request=request)
+        if self.too_many.get(method):
+            seconds = self.too_many[method].pop(0)
+            return httpx.Response(429, json={"ok": False, "error_code": 429,
+                                             "description": f"Too Many Requests: retry after {seconds:g}",
+                                             "parameters": {"retry_after": seconds}})
         message_id = 1
         if str(request.url).endswith("/sendMessage"):  # each sent message has its own ID, as on Telegram
             message_id, self.next_message_id = self.next_message_id, self.next_message_id + 1
@@ -104,7 +112,7 @@ class FakePlatforms:
         ``sendMessage`` body with the text of its last ``editMessageText``."""
         messages: dict[int, dict[str, Any]] = {}
         for index, (_, url, body) in enumerate(self.requests[start:], start):
-            if url.endswith("/sendMessage"):
+            if url.endswith("/sendMessage") and index in self.sent_ids:  # not one refused
                 messages[self.sent_ids[index]] = dict(body)
             elif url.endswith("/editMessageText") and body["message_id"] in messages:
                 messages[body["message_id"]]["text"] = body["text"]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from agentfy.channels.settings import TelegramSettings
 from agentfy.identity import Scope
 from agentfy.runtime.model import ModelError
 from agentfy.runtime.providers import ModelConfigError
@@ -337,8 +338,38 @@ def test_the_api_bases_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
 
 
 # -- streaming and failures -----------------------------------------------------------------------------------
+def _stream_at_once(gateway: Gateway) -> None:
+    """No hold of the first piece: the reply streams from its first piece (the pacing tests' setting)."""
+    telegram = TelegramSettings(api_base=TELEGRAM_API, first_piece_delay_ms=0)
+    gateway.state.settings = gateway.state.settings.model_copy(update={"telegram": telegram})
+
+
+def test_a_quick_reply_is_one_message_never_edited(gateway: Gateway, bound: str) -> None:
+    clock = gateway.use_clock(FakeClock())
+    # the whole reply within the hold (75 ms by default): sent as one message the moment it is done
+    gateway.runtime.pieces = ["Hel", "lo", " there"]
+    gateway.runtime.clock, gateway.runtime.step = clock, 0.01
+    assert post(gateway, message(chat_id=SENDER, chat_type="private", text="hi")).status_code == 200
+    calls = [(url.rsplit("/", 1)[1], body["text"]) for _, url, body in gateway.platforms.requests]
+    assert calls == [("sendMessage", "Hello there")]
+
+
+def test_a_slow_reply_streams_after_the_hold_edited_at_most_once_a_second(gateway: Gateway, bound: str) -> None:
+    clock = gateway.use_clock(FakeClock())
+    # pieces 0.4 s apart: held at the first, sent when the next finds the hold over, edited a second later (at
+    # the 5th piece) and at the 8th, which is the whole reply (nothing left for the end)
+    gateway.runtime.pieces = ["Hel", "lo", " the", "re", " my", " friend", "!", " Bye"]
+    gateway.runtime.clock, gateway.runtime.step = clock, 0.4
+    assert post(gateway, message(chat_id=SENDER, chat_type="private", text="hi")).status_code == 200
+    calls = [(url.rsplit("/", 1)[1], body["text"]) for _, url, body in gateway.platforms.requests]
+    assert calls == [("sendMessage", "Hello"), ("editMessageText", "Hello there my"),
+                     ("editMessageText", "Hello there my friend! Bye")]
+    assert [m["text"] for m in gateway.platforms.shown()] == ["Hello there my friend! Bye"]
+
+
 def test_a_streamed_reply_is_sent_then_edited_at_most_once_a_second(gateway: Gateway, bound: str) -> None:
     clock = gateway.use_clock(FakeClock())
+    _stream_at_once(gateway)
     # pieces 0.4 s apart: sent with the first, edited when a second has passed (the 4th and 7th), then the end
     gateway.runtime.pieces = ["Hel", "lo", " the", "re", " my", " friend", "!", " Bye"]
     gateway.runtime.clock, gateway.runtime.step = clock, 0.4
@@ -357,6 +388,16 @@ def test_the_edit_interval_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("AGENTFY_TELEGRAM_EDIT_INTERVAL_SECONDS", "0")
     with pytest.raises(SettingsError, match="edit_interval_seconds"):
         load_settings()
+
+
+def test_the_first_piece_delay_is_a_bounded_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings().channels().telegram.first_piece_delay_ms == 75
+    monkeypatch.setenv("AGENTFY_TELEGRAM_FIRST_PIECE_DELAY_MS", "0")  # 0: every reply streams from its first piece
+    assert load_settings().channels().telegram.first_piece_delay_ms == 0
+    for refused in ("-1", "2001"):
+        monkeypatch.setenv("AGENTFY_TELEGRAM_FIRST_PIECE_DELAY_MS", refused)
+        with pytest.raises(SettingsError, match="first_piece_delay_ms"):
+            load_settings()
 
 
 def test_a_long_streamed_reply_ends_split_at_telegrams_limit(gateway: Gateway, bound: str) -> None:
@@ -380,11 +421,23 @@ def test_a_model_that_fails_gets_the_person_a_note_not_silence(gateway: Gateway,
 
 def test_a_run_that_fails_mid_stream_is_edited_to_the_note(gateway: Gateway, bound: str) -> None:
     gateway.use_clock(FakeClock())
+    _stream_at_once(gateway)
     gateway.runtime.pieces = ["half an", " answer"]
     gateway.runtime.error = ModelError("the model at https://llm.example/v1 did not answer in time", timed_out=True)
     assert post(gateway, message()).status_code == 200
     (shown,) = gateway.platforms.shown()
     assert shown["text"].startswith("The agent's model did not answer in time") and "half" not in shown["text"]
+    calls = [url.rsplit("/", 1)[1] for _, url, _ in gateway.platforms.requests]
+    assert calls == ["sendMessage", "editMessageText"]  # the half answer was shown, then replaced
+
+
+def test_a_run_that_fails_within_the_hold_is_one_message_the_note(gateway: Gateway, bound: str) -> None:
+    gateway.use_clock(FakeClock())
+    gateway.runtime.pieces = ["half an", " answer"]
+    gateway.runtime.error = ModelError("the model at https://llm.example/v1 did not answer in time", timed_out=True)
+    assert post(gateway, message()).status_code == 200
+    ((_, url, body),) = gateway.platforms.requests  # nothing of the half answer was shown
+    assert url.endswith("/sendMessage") and body["text"].startswith("The agent's model did not answer in time")
 
 
 def test_an_unexpected_failure_gives_a_reference_never_the_exception(gateway: Gateway, bound: str,
@@ -409,6 +462,7 @@ def test_a_misconfigured_model_says_to_ask_an_admin(gateway: Gateway, bound: str
 
 def test_progress_that_cannot_be_shown_never_fails_the_run(gateway: Gateway, bound: str) -> None:
     clock = gateway.use_clock(FakeClock())
+    _stream_at_once(gateway)
     gateway.runtime.pieces, gateway.runtime.clock, gateway.runtime.step = ["one", " two", " three"], clock, 2.0
     gateway.platforms.down_once = {"editMessageText"}  # the first edit is lost: streaming stops, the end is sent
     assert post(gateway, message()).status_code == 200

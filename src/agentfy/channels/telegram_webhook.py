@@ -8,8 +8,9 @@ are the binding's.  Then the update is parsed (422 naming the field if it is not
 checked for being addressed to the bot under the agent's group policy (200 ``{"ok": true, "ignored": reason}``
 if not), a DM's sender checked against the agent's DM policy (:mod:`agentfy.channels.access`: a refused sender
 is sent the refusal or a pairing code, and nothing reaches the runtime), and accepted (200): the agent's turn
-and the reply run after the response (:mod:`agentfy.channels.delivery`), the reply edited as it streams in
-and replaced by the failure note if the run fails (:mod:`agentfy.channels.telegram_stream`).
+and the reply run after the response (:mod:`agentfy.channels.delivery`): a quick reply sent as one message, a
+slow one edited as it streams in, and either replaced by the failure note if the run fails
+(:mod:`agentfy.channels.telegram_stream`).
 """
 
 from __future__ import annotations
@@ -147,7 +148,8 @@ async def telegram_webhook(bot: str, request: Request, binding: TelegramBot,
         return found_token
 
     reply = TelegramReply(state.client(), state.settings.telegram.api_base, token, found, bot=binding.address,
-                          throttle=state.telegram_throttle())
+                          throttle=state.telegram_throttle(),
+                          hold=state.settings.telegram.first_piece_delay_ms / 1000)
     background.add_task(run_turn, handler, found.inbound, Surface(reply.send, reply.fail, on_text=reply.piece))
     return {"ok": True}
 

@@ -12,8 +12,9 @@ Two layers:
 * **Across processes (PostgreSQL)**: several gateway processes share one database, and two messages of one
   chat may reach two of them.  The holder of the asyncio lock then takes a session-level advisory lock on the
   key's 64-bit hash (:func:`agentfy.events.consolidation.locks.lock_key`; two keys sharing a hash only wait
-  for each other) and gives it back when the run ends.  If the process dies, the server drops its connection
-  and with it every lock it held, so a crashed gateway never blocks a conversation.
+  for each other) and gives it back when the run ends (without making the reply wait for that round trip).
+  If the process dies, the server drops its connection and with it every lock it held, so a crashed gateway
+  never blocks a conversation.
 
 Why one connection of its own per process, and try-and-retry rather than a blocking wait: a run lasts as
 long as the model takes (seconds, minutes with tools).  Holding a pooled connection — or a transaction, which
@@ -118,8 +119,7 @@ class AdvisoryLocks:
         try:
             yield
         finally:
-            # Shielded: a cancelled run still gives its lock back (else it would stay held until the process ends).
-            await asyncio.shield(self._release(key, generation))
+            self._release_later(key, generation)
 
     async def _acquire(self, key: int) -> int:
         delay = RETRY_FIRST_SECONDS
@@ -138,9 +138,20 @@ class AdvisoryLocks:
     def _give_back_if_taken(self, attempt: asyncio.Future[tuple[bool, int]], key: int) -> None:
         """A cancelled acquisition whose statement still took the lock: release it."""
         if not attempt.cancelled() and attempt.exception() is None and attempt.result()[0]:
-            task = asyncio.ensure_future(self._release(key, attempt.result()[1]))
-            self._releasing.add(task)
-            task.add_done_callback(self._releasing.discard)
+            self._release_later(key, attempt.result()[1])
+
+    def _release_later(self, key: int, generation: int) -> None:
+        """Give the lock back in a task of its own, not awaited by the run.
+
+        Why: the ``pg_advisory_unlock`` is a round trip, and awaiting it put that round trip between the
+        stored reply and the channel sending it, on every message.  Safe to leave running: the run's writes
+        are committed; another process waits that much longer; this process's next run of the conversation
+        may take the lock before the unlock is sent, which PostgreSQL counts on the one connection (two takes,
+        two gives), so it holds it either way.  A cancelled run gives its lock back the same way (a task is
+        not cancelled with its starter); a loop that ends first leaves it to the connection's close."""
+        task = asyncio.ensure_future(self._release(key, generation))
+        self._releasing.add(task)
+        task.add_done_callback(self._releasing.discard)
 
     async def _try(self, key: int) -> tuple[bool, int]:
         """One ``pg_try_advisory_lock``; a connection found dead (closed by the server while idle) is replaced
