@@ -29,7 +29,7 @@ from agentfy.channels.state import install as install_channels
 from agentfy.events.consolidation import handlers
 from agentfy.events.embedding import MEMORY_EMBED
 from agentfy.events.runner import start_workers
-from agentfy.gateway import errors
+from agentfy.gateway import dispatch, errors
 from agentfy.gateway.console.app import mount_console
 from agentfy.gateway.deps import GatewayState, gateway_of
 from agentfy.gateway.limits import InputLimits
@@ -151,11 +151,14 @@ def default_workspace_root(db: Database) -> Path:
     return Path("var/workspaces")
 
 
-def _serve_console(app: FastAPI, settings: Settings) -> None:
+def _console_then_dispatch(app: FastAPI, settings: Settings) -> None:
     """The operator console, unless ``serve.console`` is off: mounted after the API's routes, with no middleware
-    of its own on them, so no API request passes through it."""
+    of its own on them, so no API request passes through it.  Then every route is in place, and requests are
+    dispatched by the routes' literal prefixes (:mod:`agentfy.gateway.dispatch`: the framework's outcome
+    without trying every route)."""
     if settings.serve.console:
         mount_console(app)
+    dispatch.install(app)
 
 
 def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers: bool = False,
@@ -236,7 +239,7 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
 
     _attach_channels(app, gateway, settings)
     authenticated = register(app)
-    _serve_console(app, settings)
+    _console_then_dispatch(app, settings)
 
     def openapi_document() -> dict[str, Any]:
         if app.openapi_schema is None:
