@@ -215,15 +215,24 @@ def _pattern_of(leaf: Any) -> str | None:
     return pattern.pattern if isinstance(pattern, re.Pattern) else None
 
 
-def test_literal_prefixes() -> None:
-    assert dispatch.literal_of(re.compile(r"^/v1/agents/(?P<agent>[^/]+)$")) == dispatch.PathKey(
-        "prefix", "/v1/agents/")
-    assert dispatch.literal_of(re.compile(r"^/v1/chat/completions$")) == dispatch.PathKey(
-        "exact", "/v1/chat/completions")
-    assert dispatch.literal_of(re.compile(r"^/a\.b/\d+$")) == dispatch.PathKey("prefix", "/a.b/")
-    assert dispatch.literal_of(re.compile(r"^/console/(?P<path>.*)$")) == dispatch.PathKey("prefix", "/console/")
-    assert dispatch.literal_of(re.compile("^host$", re.IGNORECASE)) == dispatch.ANYWHERE
-    assert dispatch.literal_of(re.compile("^(?P<x>[^/]+)$")) == dispatch.ANYWHERE
+def test_shapes() -> None:
+    shape = dispatch.shape_of
+    any_segment = dispatch.ANY_SEGMENT
+    assert shape(re.compile(r"^/v1/agents/(?P<agent>[^/]+)$")) == dispatch.Shape(("v1", "agents", any_segment),
+                                                                                   exact=True)
+    assert shape(re.compile(r"^/v1/agents/(?P<agent>[^/]+)/memory/search$")) == dispatch.Shape(
+        ("v1", "agents", any_segment, "memory", "search"), exact=True)
+    assert shape(re.compile(r"^/v1/chat/completions$")) == dispatch.Shape(("v1", "chat", "completions"), exact=True)
+    assert shape(re.compile(r"^/$")) == dispatch.Shape(("",), exact=True)
+    assert shape(re.compile(r"^/org/api\-keys/$")) == dispatch.Shape(("org", "api-keys", ""), exact=True)
+    assert shape(re.compile(r"^/a\.b/\d+$")) == dispatch.Shape(("a.b",))
+    assert shape(re.compile(r"^/n/(?P<n>[0-9]+)$")) == dispatch.Shape(("n",))
+    assert shape(re.compile(r"^/f/v(?P<n>[^/]+)$")) == dispatch.Shape(("f",))
+    assert shape(re.compile(r"^/f/(?P<n>[^/]+)\.json$")) == dispatch.Shape(("f",))
+    assert shape(re.compile(r"^/console/(?P<path>.*)$")) == dispatch.Shape(("console",))
+    assert shape(re.compile(r"^/(?P<path>.*)$")) == dispatch.Shape(())
+    assert shape(re.compile("^host$", re.IGNORECASE)) == dispatch.ANYWHERE
+    assert shape(re.compile("^(?P<x>[^/]+)$")) == dispatch.ANYWHERE
 
 
 def test_a_route_added_later_is_dispatched(tmp_path: Any, sqlite_db: Database) -> None:

@@ -7,15 +7,18 @@ request, whatever the route (see ``docs/benchmarks.md``).  Most of those routes 
 starts with a literal text (``/v1/sessions/``, ``/v1/chat/completions``) the request's path does not.
 
 :class:`IndexedDispatch` replaces the router's dispatch (its ``middleware_stack``, what the router calls for
-every request).  From the routes, once, it builds an index of each route's *literal prefix* — the text its
-regular expression must match at the start of the path before any parameter — by whole path segments, and
-the routes with no parameter by their exact path.  For a request it walks the path's segments, takes the
-routes whose prefix the path has (or whose exact path it is), in their original order, and hands only those
-to FastAPI's own dispatch (``APIRouter.app`` on a view of the router holding just those routes; an included
-router in the view holds just its own candidates).  Everything that decides the outcome is FastAPI's code:
-the first full match wins; a path that matches with the wrong method is the first partial match (405 with
-``Allow``); ``redirect_slashes`` (the candidates cover the path with and without its trailing slash); mounts
-(the operator console), WebSocket routes, included routers' dependencies and limits, 404.
+every request).  From the routes, once, it builds a tree of each route's *shape*: the path segments its
+regular expression requires, each a literal text (``v1``, ``agents``) or one ``str`` parameter (any
+non-empty segment), read from the start of the pattern up to anything else (a ``path`` or ``int``
+parameter, text beside a parameter), and whether the path must end there.  For a request it walks the path's
+segments down the tree, takes the routes of the nodes it passes (routes that need more segments) and ends at
+(routes that need exactly these), in their original order, and hands only those to FastAPI's own dispatch
+(``APIRouter.app`` on a view of the router holding just those routes; an included router in the view holds
+just its own candidates).  ``GET /v1/agents/{id}/messages`` is tried against one route instead of ~120.
+Everything that decides the outcome is FastAPI's code: the first full match wins; a path that matches with
+the wrong method is the first partial match (405 with ``Allow``); ``redirect_slashes`` (the candidates cover
+the path with and without its trailing slash); mounts (the operator console), WebSocket routes, included
+routers' dependencies and limits, 404.  Views are cached by the nodes reached (finitely many).
 
 The contract: a route left out is one that cannot match the path nor its slash-toggled twin, so the outcome
 is the one a linear scan gives, for every path — the equivalence test drives the real application with both
@@ -45,75 +48,95 @@ from starlette.types import Receive, Scope, Send
 #: The ``matches`` methods whose only test of the path is the route's regular expression from its start.
 _REGEX_MATCHERS: Final = frozenset({Route.matches, WebSocketRoute.matches, Mount.matches, APIRoute.matches,
                                     APIWebSocketRoute.matches})
+#: A path parameter of the default (``str``) convertor: one whole, non-empty segment.
+_SEGMENT_PARAMETER: Final = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>\[\^/\]\+\)")
 #: A character of the pattern after which the literal part ends (a group, a class, a repetition, the end).
 _SPECIAL: Final = frozenset("()[]{}.*+?|^$")
+#: A segment that is one ``str`` parameter: any non-empty text without ``/``.
+ANY_SEGMENT: Final = None
 
 
 @dataclass(frozen=True)
-class PathKey:
-    """Where a route can match: ``exact`` (the whole path is ``text``), ``prefix`` (the path starts with
-    ``text``), or anywhere (``kind == "any"``)."""
+class Shape:
+    """What a path must look like for a route's pattern to match it, split at ``/``: ``segments`` are the
+    path's first segments, each a literal text or :data:`ANY_SEGMENT`; ``exact``: the path has exactly these
+    segments, else it has at least one more (the pattern goes on with something this does not read, which
+    it then tests itself).  ``segments is None``: the route may match any path."""
 
-    kind: str
-    text: str = ""
+    segments: tuple[str | None, ...] | None
+    exact: bool = False
 
 
-ANYWHERE: Final = PathKey("any")
+ANYWHERE: Final = Shape(None)
 
 
-def literal_of(pattern: re.Pattern[str]) -> PathKey:
-    """The :class:`PathKey` of a route's compiled path pattern: its literal text from ``^`` up to the first
-    special character, ``exact`` if the pattern ends there; :data:`ANYWHERE` for a pattern with flags (a host)
-    or not anchored at ``^/``."""
+def shape_of(pattern: re.Pattern[str]) -> Shape:
+    """The :class:`Shape` of a route's compiled path pattern (``^/`` then literal text and ``str`` parameters,
+    read up to the first thing that is neither); :data:`ANYWHERE` for a pattern with flags (a host) or not
+    anchored at ``^/``."""
     source = pattern.pattern
     if pattern.flags & ~re.UNICODE or not source.startswith("^/"):
         return ANYWHERE
+    done: list[str | None] = []
     text: list[str] = []
-    position = 1
+    parameter = False  # the current segment is a str parameter (and nothing else may join it)
+    position = 2
     while position < len(source):
         character = source[position]
-        if character == "\\":
-            if position + 1 >= len(source) or source[position + 1].isalnum():
-                break  # \d, \w, …: a class, not an escaped character
-            text.append(source[position + 1])
+        if character == "/":
+            done.append(ANY_SEGMENT if parameter else "".join(text))
+            text, parameter = [], False
+            position += 1
+            continue
+        if character == "$" and position == len(source) - 1:
+            done.append(ANY_SEGMENT if parameter else "".join(text))
+            return Shape(tuple(done), exact=True)
+        parameter_match = _SEGMENT_PARAMETER.match(source, position)
+        if parameter_match is not None and not text and not parameter:
+            parameter = True
+            position = parameter_match.end()
+            continue
+        if parameter:
+            break  # text after a parameter in one segment: stop reading
+        if character == "\\" and position + 1 < len(source) and not source[position + 1].isalnum():
+            text.append(source[position + 1])  # an escaped character (\d, \w, … are classes)
             position += 2
             continue
-        if character in _SPECIAL:
-            if character == "$" and position == len(source) - 1:
-                return PathKey("exact", "".join(text))
+        if character in _SPECIAL or character == "\\":
             break
         text.append(character)
         position += 1
-    return PathKey("prefix", "".join(text))
+    return Shape(tuple(done))  # the segments read whole; the path goes on past them
 
 
-def key_of(route: Any) -> PathKey:
-    """The key of a route as the router asks it (a route, or an included router's effective route)."""
+def shape_of_route(route: Any) -> Shape:
+    """The shape of a route as the router asks it (a route, or an included router's effective route)."""
     original = getattr(route, "original_route", None)
     if original is not None:  # an included router's effective route
         starlette_route = route.starlette_route
         if starlette_route is not None:
-            return key_of(starlette_route)
-        if type(original).matches is APIRoute.matches and route.path_regex is not None:
-            return literal_of(route.path_regex)
+            return shape_of_route(starlette_route)
+        if type(original).matches is APIRoute.matches and isinstance(route.path_regex, re.Pattern):
+            return shape_of(route.path_regex)
         return ANYWHERE
     if type(route).matches in _REGEX_MATCHERS and isinstance(getattr(route, "path_regex", None), re.Pattern):
-        return literal_of(route.path_regex)
+        return shape_of(route.path_regex)
     return ANYWHERE
-
-
-@dataclass(eq=False)
-class _Node:
-    """A whole-segment prefix (``/v1/agents/``): the routes registered here and what its paths reach."""
-
-    children: dict[str, _Node] = field(default_factory=dict)
-    here: list[tuple[int, int]] = field(default_factory=list)
-    #: Every candidate of a path reaching this node: this node's and its ancestors', as a sorted tuple.
-    reached: tuple[tuple[int, int], ...] = ()
 
 
 Leaf = tuple[int, int]
 """A route's place: (its position in the router, its position in its included router or -1)."""
+
+
+@dataclass(eq=False)
+class _Node:
+    """The paths whose first segments are this node's: routes that need more segments (``onward``) and
+    routes that need exactly these (``ending``)."""
+
+    literal: dict[str, _Node] = field(default_factory=dict)
+    any_segment: _Node | None = None
+    onward: list[Leaf] = field(default_factory=list)
+    ending: list[Leaf] = field(default_factory=list)
 
 
 class RouteIndex:
@@ -122,11 +145,12 @@ class RouteIndex:
     def __init__(self, router: APIRouter) -> None:
         self.router = router
         self.root = _Node()
-        self.exact: dict[str, list[Leaf]] = {}
         self.anywhere: list[Leaf] = []
+        #: The nodes' route lists by ``id``, what a view's key names (the index holds them: the ids stay theirs).
+        self._lists: dict[int, list[Leaf]] = {}
         self.included: dict[int, tuple[_IncludedRouter, list[Any], int | None]] = {}
         self.versions = _versions(router)
-        self.views: dict[tuple[Any, ...], APIRouter] = {}
+        self.views: dict[tuple[int, ...], APIRouter] = {}
         #: Low-priority (frontend) routes are chosen among all routes by specificity: no index then.
         self.linear_only = any(True for _ in router._iter_low_priority_routes())
         for position, route in enumerate(router.routes):
@@ -135,68 +159,74 @@ class RouteIndex:
                 self.included[position] = (route, candidates, route._effective_candidates_version)
                 for inner, candidate in enumerate(candidates):
                     self._add((position, inner), ANYWHERE if isinstance(candidate, _IncludedRouter)
-                              else key_of(candidate))
+                              else shape_of_route(candidate))
             else:
-                self._add((position, -1), key_of(route))
-        self._settle(self.root, ())
+                self._add((position, -1), shape_of_route(route))
 
-    def _add(self, leaf: Leaf, key: PathKey) -> None:
-        if key.kind == "exact":
-            self.exact.setdefault(key.text, []).append(leaf)
-        elif key.kind == "prefix":
-            node = self.root  # the node of "/": every literal starts with it
-            for segment in key.text.split("/")[1:-1]:  # whole segments only: "/v1/ag" registers at "/v1/"
-                node = node.children.setdefault(segment, _Node())
-            node.here.append(leaf)
-        else:
+    def _add(self, leaf: Leaf, shape: Shape) -> None:
+        if shape.segments is None:
             self.anywhere.append(leaf)
-
-    def _settle(self, node: _Node, above: tuple[Leaf, ...]) -> None:
-        node.reached = tuple(sorted((*above, *node.here)))
-        for child in node.children.values():
-            self._settle(child, node.reached)
+            return
+        node = self.root
+        for segment in shape.segments:
+            if segment is ANY_SEGMENT:
+                if node.any_segment is None:
+                    node.any_segment = _Node()
+                node = node.any_segment
+            else:
+                node = node.literal.setdefault(segment, _Node())
+        leaves = node.ending if shape.exact else node.onward
+        leaves.append(leaf)
+        self._lists[id(leaves)] = leaves
 
     def fresh(self) -> bool:
         """Whether no router's routes changed since the index was built."""
-        return all(router._routes_version == version and len(router.routes) == length
-                   for router, version, length in self.versions)
+        for router, version, length in self.versions:
+            if router._routes_version != version or len(router.routes) != length:
+                return False
+        return True
 
-    def _node_of(self, path: str) -> _Node | None:
-        """The deepest node whose prefix ``path`` has (``None``: the path does not start with ``/``)."""
+    def _reached(self, path: str) -> tuple[int, ...]:
+        """The nodes whose routes can match ``path`` (as ``id``s of their lists, in the order visited): the
+        ``onward`` lists of the nodes the path goes past, the ``ending`` lists of those it ends at."""
         if not path.startswith("/"):
-            return None
-        node = self.root
-        for segment in path.split("/")[1:-1]:
-            child = node.children.get(segment)
-            if child is None:
+            return ()
+        reached: list[list[Leaf]] = []
+        nodes = [self.root]
+        for segment in path[1:].split("/"):
+            following: list[_Node] = []
+            for node in nodes:
+                if node.onward:
+                    reached.append(node.onward)
+                child = node.literal.get(segment)
+                if child is not None:
+                    following.append(child)
+                if segment and node.any_segment is not None:
+                    following.append(node.any_segment)
+            nodes = following
+            if not nodes:
                 break
-            node = child
-        return node
+        reached.extend(node.ending for node in nodes if node.ending)
+        return tuple(id(leaves) for leaves in reached)
 
     def view(self, scope: Scope) -> APIRouter:
         """The router holding only the routes that can match the request's path (or, for ``redirect_slashes``,
         the path with its trailing slash added or removed), in their order."""
         path = get_route_path(scope)
-        twin = None
+        key = self._reached(path)
         if scope["type"] == "http" and self.router.redirect_slashes and path != "/":
-            twin_path = scope["path"].rstrip("/") if path.endswith("/") else scope["path"] + "/"
-            twin = get_route_path({"path": twin_path, "root_path": scope.get("root_path", "")})
-        key = (self._node_of(path), path if path in self.exact else None,
-               None if twin is None else self._node_of(twin), twin if twin in self.exact else None)
+            twin = scope["path"].rstrip("/") if path.endswith("/") else scope["path"] + "/"
+            key = (*key, 0, *self._reached(get_route_path({"path": twin, "root_path": scope.get("root_path", "")})))
         view = self.views.get(key)
         if view is None:
             view = self.views[key] = self._make_view(key)
         return view
 
-    def _make_view(self, key: tuple[Any, ...]) -> APIRouter:
-        node, exact, twin_node, twin_exact = key
+    def _make_view(self, key: tuple[int, ...]) -> APIRouter:
         leaves: set[Leaf] = set(self.anywhere)
-        for reached in (node, twin_node):
-            if reached is not None:
-                leaves.update(reached.reached)
-        for text in (exact, twin_exact):
-            if text is not None:
-                leaves.update(self.exact[text])
+        for list_id in key:
+            if list_id:
+                leaves.update(self._lists[list_id])
         by_route: dict[int, list[int]] = {}
         for position, inner in sorted(leaves):
             by_route.setdefault(position, []).append(inner)
