@@ -252,10 +252,9 @@ def test_a_route_added_later_is_dispatched(tmp_path: Any, sqlite_db: Database) -
 
 
 def test_a_router_with_its_own_middleware_is_refused() -> None:
-    from starlette.middleware import Middleware
     from starlette.middleware.gzip import GZipMiddleware
 
     application = FastAPI()
-    application.router.middleware_stack = Middleware(GZipMiddleware).cls(application.router.app)
+    application.router.middleware_stack = GZipMiddleware(application.router.app)
     with pytest.raises(RuntimeError, match="middleware of its own"):
         dispatch.install(application)

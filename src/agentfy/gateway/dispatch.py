@@ -273,11 +273,6 @@ class IndexedDispatch:
             index = self._index = RouteIndex(self.router)
         return None if index.linear_only else index
 
-    def candidates(self, scope: Scope) -> list[BaseRoute]:
-        """The routes a request is matched against (for tests and diagnostics)."""
-        index = self.index()
-        return list(self.router.routes) if index is None else list(index.view(scope).routes)
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.router.app(scope, receive, send)
