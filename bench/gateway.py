@@ -68,7 +68,7 @@ def free_port() -> int:
 
 
 def start(target: str, port: int, env: dict[str, str], cwd: str, factory: bool, *,
-          ready_seconds: float = 30) -> subprocess.Popen[bytes]:
+          ready_seconds: float = 120) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "uvicorn", target, "--host", "127.0.0.1", "--port", str(port),
                "--log-level", "warning", "--no-access-log", *(["--factory"] if factory else [])]
     process = subprocess.Popen(command, env={**os.environ, **env}, cwd=cwd)

@@ -21,6 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
+from fastapi.telemetry import TelemetryConfig
 
 from agentfy import __version__
 from agentfy.agents.router import Router
@@ -29,7 +30,7 @@ from agentfy.channels.state import install as install_channels
 from agentfy.events.consolidation import handlers
 from agentfy.events.embedding import MEMORY_EMBED
 from agentfy.events.runner import start_workers
-from agentfy.gateway import errors
+from agentfy.gateway import dispatch, errors
 from agentfy.gateway.console.app import mount_console
 from agentfy.gateway.deps import GatewayState, gateway_of
 from agentfy.gateway.limits import InputLimits
@@ -56,6 +57,13 @@ from agentfy.store.repos.credentials import CredentialCipher
 from agentfy.store.urls import sqlite_file
 from agentfy.tracing import tracer_for
 
+#: FastAPI's own OpenTelemetry spans, metrics and logs, off: the gateway observes every request itself
+#: (:class:`~agentfy.gateway.observe.RequestObservation`: one span named by the route template, with the
+#: tenant's and agent's IDs, and its own metrics), so the framework's would be a second span and a second
+#: histogram of the same request once a tracer provider is set — and it asks the global providers whether
+#: they are configured on every request.
+FRAMEWORK_TELEMETRY_OFF: Final[TelemetryConfig] = {"tracing": False, "metrics": False, "logs": False,
+                                                   "operation_spans": False}
 #: How long start-up waits for the change feed's listening connection before serving anyway (uncached).
 FEED_CONNECT_TIMEOUT_SECONDS: Final = 10.0
 
@@ -151,11 +159,14 @@ def default_workspace_root(db: Database) -> Path:
     return Path("var/workspaces")
 
 
-def _serve_console(app: FastAPI, settings: Settings) -> None:
+def _console_then_dispatch(app: FastAPI, settings: Settings) -> None:
     """The operator console, unless ``serve.console`` is off: mounted after the API's routes, with no middleware
-    of its own on them, so no API request passes through it."""
+    of its own on them, so no API request passes through it.  Then every route is in place, and requests are
+    dispatched by the routes' literal prefixes (:mod:`agentfy.gateway.dispatch`: the framework's outcome
+    without trying every route)."""
     if settings.serve.console:
         mount_console(app)
+    dispatch.install(app)
 
 
 def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers: bool = False,
@@ -191,7 +202,7 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
         await run_in_threadpool(_stop_workers, gateway)
         db.changes.stop_listening()
 
-    app = FastAPI(title="agentfy", version=__version__, lifespan=lifespan,
+    app = FastAPI(title="agentfy", version=__version__, lifespan=lifespan, telemetry=FRAMEWORK_TELEMETRY_OFF,
                   description="Identity core of the agentfy platform. Every ID parameter is shown with its "
                               "anchored pattern; errors share one shape: {error: {code, message, field, value, "
                               "expected}}.")
@@ -236,7 +247,7 @@ def create_app(db: Database, *, signing_secret: bytes | None = None, run_workers
 
     _attach_channels(app, gateway, settings)
     authenticated = register(app)
-    _serve_console(app, settings)
+    _console_then_dispatch(app, settings)
 
     def openapi_document() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -2,8 +2,9 @@
 :data:`OWN_ERROR_SHAPE_ROUTERS`.
 
 The list is explicit (a module is mounted because it is named here, not because it happens to be in this
-package), and its order is the order routes are matched in: the hottest read, ``GET /v1/agents/{agent}``,
-comes first.
+package), and its order is the order routes are matched in (the first that matches wins): the hottest read,
+``GET /v1/agents/{agent}``, comes first.  A route mounted late no longer pays for the ones before it: the
+dispatch (:mod:`agentfy.gateway.dispatch`) tries only the routes a path's segments can reach, in this order.
 
 Mounting refuses a route that would escape the access policy: every HTTP route must name its operation
 (``operation_id``, the key of its rule in ``agentfy.permissions.access.RULES``) and authenticate its caller
