@@ -20,18 +20,9 @@ from agentfy.store.db import Database
 
 @dataclass
 class Recorded:
-    """The statements sent, in order (their SQL text, parameters left out), and which were sent together in a
-    pipeline (:meth:`agentfy.store.db.Tx.pipelined`: one round trip for all of them on PostgreSQL)."""
+    """The statements sent, in order (their SQL text, parameters left out)."""
 
     statements: list[str] = field(default_factory=list)
-    #: For each statement, the number of the pipeline it was sent in (0: on its own).
-    pipeline_of: list[int] = field(default_factory=list)
-    pipelines: int = 0
-    _open_pipeline: int = 0
-
-    def add(self, sql: str) -> None:
-        self.statements.append(sql)
-        self.pipeline_of.append(self._open_pipeline)
 
     @property
     def transactions(self) -> int:
@@ -39,42 +30,14 @@ class Recorded:
 
     @property
     def round_trips(self) -> int:
-        """What the client waits for on PostgreSQL: each statement on its own, each pipeline once."""
-        return sum(1 for number in self.pipeline_of if number == 0) + len(set(self.pipeline_of) - {0})
+        return len(self.statements)
 
     def clear(self) -> None:
         self.statements.clear()
-        self.pipeline_of.clear()
 
     def summary(self) -> str:
         """One line per statement (for an assertion's message: what changed when a count did)."""
-        return "\n".join(("  | " if number else "") + " ".join(sql.split())[:160]
-                         for sql, number in zip(self.statements, self.pipeline_of, strict=True))
-
-
-class _CountingConnection:
-    """The driver connection as :meth:`Tx.pipelined` uses it: its cursors count, its pipelines are numbered."""
-
-    def __init__(self, connection: Any, recorded: Recorded) -> None:
-        self._connection = connection
-        self._recorded = recorded
-
-    def cursor(self, *args: Any, **kwargs: Any) -> _CountingCursor:
-        return _CountingCursor(self._connection.cursor(*args, **kwargs), self._recorded)
-
-    @contextmanager
-    def pipeline(self) -> Iterator[Any]:
-        recorded = self._recorded
-        recorded.pipelines += 1
-        recorded._open_pipeline = recorded.pipelines
-        try:
-            with self._connection.pipeline() as pipeline:
-                yield pipeline
-        finally:
-            recorded._open_pipeline = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._connection, name)
+        return "\n".join(" ".join(sql.split())[:160] for sql in self.statements)
 
 
 class _CountingCursor:
@@ -85,16 +48,12 @@ class _CountingCursor:
         self._recorded = recorded
 
     def execute(self, sql: str, params: Any = None) -> Any:
-        self._recorded.add(sql)
+        self._recorded.statements.append(sql)
         return self._cursor.execute(sql, params) if params is not None else self._cursor.execute(sql)
 
     def executemany(self, sql: str, rows: Sequence[Any]) -> Any:
-        self._recorded.add(sql)
+        self._recorded.statements.append(sql)
         return self._cursor.executemany(sql, rows)
-
-    @property
-    def connection(self) -> _CountingConnection:
-        return _CountingConnection(self._cursor.connection, self._recorded)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cursor, name)

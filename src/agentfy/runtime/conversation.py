@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from agentfy.events.consolidation.episodic import publish_session_completed
 from agentfy.events.event import DomainEvent
 from agentfy.identity import Scope
-from agentfy.store.db import Read, Tx
+from agentfy.store.db import Tx
 from agentfy.store.errors import NotFoundError
 from agentfy.store.repos import sessions
 from agentfy.store.repos.agents import Agent
@@ -92,56 +91,23 @@ def open_or_resume(tx: Tx, scope: Scope, agent: Agent, scope_user_id: str | None
         except NotFoundError:
             return sessions.open_session(tx, scope, key, agent.id, scope_user_id or "", channel=channel,
                                          conversation=conversation)
-        if _usable(session, agent, scope_user_id):
+        if session.agent_id != agent.id or session.user_id != (scope_user_id or ""):
+            raise RuntimeError(f"session {key!r} belongs to another agent or scope; refusing to use it")
+        if session.status == "open":
             return session
         generation += 1
 
 
-def _usable(session: Session, agent: Agent, scope_user_id: str | None) -> bool:
-    """Whether the run takes ``session`` (it is open); a session of another agent or scope is refused."""
-    if session.agent_id != agent.id or session.user_id != (scope_user_id or ""):
-        raise RuntimeError(f"session {session.session_key!r} belongs to another agent or scope; refusing to use it")
-    return session.status == "open"
-
-
-def begin_turn(tx: Tx, scope: Scope, agent: Agent, scope_user_id: str | None, base_key: str, *,
-               channel: str | None = None, conversation: str | None = None,
-               also: Sequence[Read[Any]] = ()) -> tuple[Session, list[SessionMessage], list[Any]]:
-    """A run's opening reads in a writing ``tx``: the conversation's session (:func:`open_or_resume` with its row
-    locked), its :func:`history`, and the values of ``also`` (the run's other reads that depend on nothing
-    here: skills, MCP servers).
-
-    In the common case — the first generation is the open session — the session with its lock, its newest
-    messages and ``also`` are one round trip on PostgreSQL (:meth:`~agentfy.store.db.Tx.read_together`): the
-    server takes the lock first, and the messages, read by the next statement, include every append committed
-    before it was granted.  Otherwise (a new conversation, a completed generation) the session is found or
-    opened as :func:`open_or_resume` does and its history read after it."""
-    found, first_page, *values = tx.read_together([sessions.session_read(scope, base_key, lock=True),
-                                                   sessions.messages_read(scope, base_key, limit=HISTORY_LIMIT),
-                                                   *also])
-    if found is None:  # a new conversation: its first session, opened for the run's agent record
-        opened = sessions.open_session_of(tx, scope, base_key, agent, scope_user_id or "", channel=channel,
-                                          conversation=conversation)
-        return opened, [], values
-    if _usable(found, agent, scope_user_id):
-        return found, history(tx, scope, found, first_page=first_page), values
-    session = open_or_resume(tx, scope, agent, scope_user_id, base_key, channel=channel, conversation=conversation,
-                             lock=True)
-    return session, history(tx, scope, session), values
-
-
-def history(tx: Tx, scope: Scope, session: Session | str, *,
-            first_page: list[SessionMessage] | None = None) -> list[SessionMessage]:
+def history(tx: Tx, scope: Scope, session: Session | str) -> list[SessionMessage]:
     """The messages the model is shown: from the latest compaction summary on (the newest
     :data:`HISTORY_LIMIT` messages at most).  ``session``: its record, read or opened in ``tx`` (a run's: it
-    is not read again), or its key; ``first_page``: its first :data:`HISTORY_LIMIT` messages when they were read
-    with it (:func:`begin_turn`)."""
+    is not read again), or its key."""
     def page(after_seq: int) -> list[SessionMessage]:
         if isinstance(session, Session):
             return sessions.session_history(tx, scope, session, after_seq=after_seq, limit=HISTORY_LIMIT)
         return sessions.list_messages(tx, scope, session, after_seq=after_seq, limit=HISTORY_LIMIT)
 
-    messages = page(0) if first_page is None else first_page
+    messages = page(0)
     if len(messages) == HISTORY_LIMIT:  # long session: page to its end
         while True:
             more = page(messages[-1].seq)

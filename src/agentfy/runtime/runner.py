@@ -92,7 +92,7 @@ from agentfy.runtime.settings import DEFAULT_RUNTIME_SETTINGS, RuntimeSettings
 from agentfy.runtime.toolbox import TOOLS, run_tool
 from agentfy.runtime.tools import ToolEnv, ToolError
 from agentfy.store.db import Database, Tx
-from agentfy.store.repos import links, orgs, sessions, skills
+from agentfy.store.repos import orgs, sessions, skills
 from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.sessions import MESSAGE_MAX_LENGTH, Session
 from agentfy.store.repos.skills import Skill
@@ -243,17 +243,15 @@ class Runtime:
         text = inbound.text
         with self.db.transaction() as tx:
             slug = self._slug(tx, scope)
-            # The session (its row locked), its history, the skills and the MCP server records: one round trip
-            # on PostgreSQL in the common case (conversation.begin_turn).
-            also = (skills.skills_read(scope, limit=prompting.SKILLS_IN_PROMPT), links.mcp_servers_read(scope, agent))
-            session, history, (listed_skills, mcp_records) = conversation.begin_turn(
-                tx, scope, agent, context.user_id, base_key, channel=inbound.channel,
-                conversation=inbound.conversation, also=also)
-            listed = tuple(listed_skills)
+            session = conversation.open_or_resume(tx, scope, agent, context.user_id, base_key,
+                                                  channel=inbound.channel, conversation=inbound.conversation,
+                                                  lock=True)
             provider = self.providers.for_agent(tx, scope, agent, settings)
+            history = conversation.history(tx, scope, session)
+            listed = tuple(skills.list_skills(tx, scope, limit=prompting.SKILLS_IN_PROMPT))
             recalled = recall.recall(tx, scope, agent, context.user_id, text, budget_tokens=self.settings.recall_tokens,
                                      vector=vector)
-            servers = self.mcp.servers_of(tx, agent, mcp_records)
+            servers = self.mcp.servers_in(tx, agent)
             prompt = prompting.system_prompt(agent, slug, self.workspace_root, session.session_key, skills=listed,
                                              recalled=recalled)
             shown = [*prompting.model_history(history), ChatMessage("user", text)]

@@ -23,10 +23,9 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Final, Generic, TypeAlias, TypeVar, cast
+from typing import Any, Final, TypeAlias, cast
 
 import sqlalchemy as sa
 from opentelemetry.trace import SpanKind, Tracer
@@ -56,7 +55,6 @@ Params: TypeAlias = Mapping[str, Any] | tuple[Any, ...]
 Row: TypeAlias = tuple[Any, ...]
 Statement: TypeAlias = "sa.ClauseElement | Sql | Positional | str"
 _NO_DEFAULTS: Final[dict[str, Any]] = {}
-T = TypeVar("T")
 #: How often a transaction is begun on a fresh connection after a pooled one turned out to be dead.
 _BEGIN_ATTEMPTS: Final = 3
 _LOG_CHANGE: Final = "INSERT INTO change_log (origin, payload, created_at) VALUES (?, ?, ?)"
@@ -250,17 +248,6 @@ def _is_locked(error: BaseException) -> bool:
     return isinstance(error, sqlite3.OperationalError) and ("locked" in str(error) or "busy" in str(error))
 
 
-@dataclass(frozen=True, slots=True)
-class Read(Generic[T]):
-    """One read a repository prepares for a caller that sends several at once (:meth:`Tx.read_together`): its
-    statement, its parameters, and how its rows become the repository's value (the same value the repository's
-    own function returns)."""
-
-    statement: Statement
-    params: Params
-    make: Callable[[list[Row]], T]
-
-
 class Database:
     """One database (SQLite file or PostgreSQL): its engine, its compiled statements, and minting.
 
@@ -365,7 +352,7 @@ class Database:
         tx.db = self
         tx._begin = self._begin_write if write else "BEGIN"
         tx._open = tx._failed = False
-        tx._changes = tx._after_commit = tx._deferred = None
+        tx._changes = tx._after_commit = None
         return tx
 
     def dispose(self) -> None:
@@ -382,11 +369,11 @@ class Tx:
     more than SQLite's ``BEGIN`` and ``COMMIT`` together.
     """
 
-    __slots__ = ("_after_commit", "_begin", "_broken", "_changes", "_cursor", "_deferred", "_failed", "_open",
-                 "_pair", "_savepoints", "db")
+    __slots__ = ("_after_commit", "_begin", "_broken", "_changes", "_cursor", "_failed", "_open", "_pair",
+                 "_savepoints", "db")
 
-    # Made by Database.transaction, which sets db, _begin, _open, _failed, _changes, _after_commit and _deferred
-    # (the last three are made on first use: most transactions, every read, never need them).  _pair (the pooled
+    # Made by Database.transaction, which sets db, _begin, _open, _failed, _changes and _after_commit (the
+    # last two are made on first use: most transactions, every read, never need them).  _pair (the pooled
     # connection and its cursor, given back as the same tuple) and _cursor are set when it begins; _broken
     # and _savepoints only when needed (read with a default).
     db: Database
@@ -395,9 +382,6 @@ class Tx:
     _failed: bool
     _changes: list[Change] | None
     _after_commit: list[Callable[[], None]] | None
-    #: Savepoint commands not sent yet (PostgreSQL): they go in one round trip with the next statement or the
-    #: COMMIT (see :meth:`savepoint`).
-    _deferred: list[str] | None
     _pair: tuple[Any, Any]
     _cursor: Any
     _broken: bool
@@ -475,7 +459,7 @@ class Tx:
         if exc_type is not None:
             self._end_unclean()
             return  # the block's exception propagates
-        if self._open and not self._changes and not self._failed and not self._deferred:  # commit(), inlined
+        if self._open and not self._changes and not self._failed:  # commit(), inlined for the common case
             self._open = False
             try:
                 self._cursor.execute("COMMIT")
@@ -535,11 +519,6 @@ class Tx:
             raise TransactionFailedError()
         self._open = False
         try:
-            if self._deferred:  # a savepoint's RELEASE: sent with the COMMIT (or before the change log's rows)
-                if not self._changes:
-                    self._send_deferred("COMMIT")
-                    return
-                self._send_deferred()
             if not self._changes:
                 self._cursor.execute("COMMIT")
                 return
@@ -577,7 +556,6 @@ class Tx:
         if not self._open:
             return not getattr(self, "_broken", False)
         self._open = False
-        self._deferred = None  # the rollback ends every savepoint
         try:
             self._cursor.execute("ROLLBACK")
         except Exception:
@@ -586,70 +564,21 @@ class Tx:
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
-        """A nested unit: rolled back alone when the block raises (the transaction stays usable).
-
-        On PostgreSQL (tracing off) its ``SAVEPOINT`` is not a round trip of its own: it is sent with the block's
-        first statement, and its ``RELEASE`` with the transaction's next statement or its ``COMMIT`` (psycopg's
-        pipeline mode; the server runs them in the same order as if each had been sent alone).  A block that
-        ran no statement sends neither.  Usage rows written with a run's reply under a savepoint cost one round
-        trip this way instead of three."""
+        """A nested unit: rolled back alone when the block raises (the transaction stays usable)."""
         number = self._savepoints = getattr(self, "_savepoints", 0) + 1
         name = f"sp_{number}"
         failed_before, changes_before = self._failed, len(self._changes or ())
-        opening = f"SAVEPOINT {name}"
-        deferring = not self.db._sqlite and self.db.tracer is None
-        if deferring:
-            if self._deferred is None:
-                self._deferred = []
-            self._deferred.append(opening)
-        else:
-            self._cursor.execute(opening)
+        self._cursor.execute(f"SAVEPOINT {name}")
         try:
             yield
         except BaseException:
-            if deferring and self._deferred and self._deferred[-1] == opening:
-                self._deferred.pop()  # never sent: no statement ran in the block, nothing to undo
-            else:
-                # Commands still deferred are RELEASEs of savepoints inside this one: the rollback ends them.
-                self._deferred = None
-                self._cursor.execute(f"ROLLBACK TO SAVEPOINT {name}")
-                self._cursor.execute(f"RELEASE SAVEPOINT {name}")
+            self._cursor.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            self._cursor.execute(f"RELEASE SAVEPOINT {name}")
             self._failed = failed_before  # the failure was undone with the savepoint
             if self._changes:
                 del self._changes[changes_before:]  # and so were its changes
             raise
-        if not deferring:
-            self._cursor.execute(f"RELEASE SAVEPOINT {name}")
-        elif self._deferred and self._deferred[-1] == opening:
-            self._deferred.pop()  # nothing ran in the block: nothing to release
-        else:
-            if self._deferred is None:
-                self._deferred = []
-            self._deferred.append(f"RELEASE SAVEPOINT {name}")
-
-    def _send_deferred(self, then: str | None = None) -> None:
-        """Send the deferred savepoint commands (and ``then``, a command of the caller's) in one round trip."""
-        deferred, self._deferred = self._deferred or [], None
-        connection = self._cursor.connection
-        with connection.pipeline():
-            for command in deferred:
-                connection.cursor().execute(command)
-            if then is not None:
-                self._cursor.execute(then)
-
-    def _execute_deferred(self, sql: str, params: Params) -> Any:
-        """:meth:`execute` of a statement that follows deferred savepoint commands: all in one round trip."""
-        deferred, self._deferred = self._deferred or [], None
-        connection = self._cursor.connection
-        try:
-            with connection.pipeline():
-                for command in deferred:
-                    connection.cursor().execute(command)
-                self._cursor.execute(sql, params)
-        except Exception as error:
-            self._failed = True
-            raise self._translate(error) from error
-        return self._cursor
+        self._cursor.execute(f"RELEASE SAVEPOINT {name}")
 
     # -- statements ----------------------------------------------------------------------------------
     def execute(self, statement: Statement, params: Params | None = None) -> Any:
@@ -658,8 +587,6 @@ class Tx:
         sql, defaults = self.db._compiled.get(statement) or self.db.compiled(statement)
         if defaults:  # never a Positional statement's tuple: those bind no values of their own
             params = {**defaults, **cast(Mapping[str, Any], params or {})}
-        if self._deferred:
-            return self._execute_deferred(sql, params or {})
         if self.db.tracer is not None:
             return self._traced(sql, params or {})
         try:
@@ -688,58 +615,10 @@ class Tx:
         if defaults:
             rows = [{**defaults, **row} for row in rows]
         try:
-            if self._deferred:
-                self._send_deferred()
             self._cursor.executemany(sql, rows)
         except Exception as error:
             self._failed = True
             raise self._translate(error) from error
-
-    def read_together(self, reads: Sequence[Read[Any]]) -> list[Any]:
-        """The values of ``reads`` (each :class:`Read`'s ``make`` of its rows), read in one round trip on
-        PostgreSQL (:meth:`pipelined`)."""
-        rows = self.pipelined([(read.statement, read.params) for read in reads])
-        return [read.make(found) for read, found in zip(reads, rows, strict=True)]
-
-    def pipelined(self, steps: Sequence[tuple[Statement, Params | None]]) -> list[list[Row]]:
-        """Run ``steps`` (statement, parameters) in order and return each one's rows (``[]`` for a statement
-        that returns none), in one round trip on PostgreSQL: psycopg's pipeline mode sends them all before
-        waiting for any answer.  For statements where none needs the rows of those before it — a lock, then a
-        write that re-checks what the lock guards — so the server still runs each one after the one before
-        (each its own statement, with its own snapshot) while the client waits once, not once per statement.
-
-        The first failure raises (translated, as :meth:`execute`) and fails the transaction; the later
-        statements are not run (the server skips them; SQLite stops there).  On SQLite, and with tracing on,
-        the statements simply run one after another."""
-        if not steps:
-            return []
-        if self.db._sqlite or self.db.tracer is not None:
-            return [self._rows(self.execute(statement, params)) for statement, params in steps]
-        connection = self._cursor.connection
-        compiled = self.db._compiled
-        cursors = []
-        deferred, self._deferred = self._deferred or [], None
-        try:
-            with connection.pipeline():
-                for command in deferred:  # savepoint commands (see savepoint) go first, in the same round trip
-                    connection.cursor().execute(command)
-                for statement, given in steps:
-                    sql, defaults = compiled.get(statement) or self.db.compiled(statement)
-                    values = {**defaults, **cast(Mapping[str, Any], given or {})} if defaults else given
-                    cursor = connection.cursor()
-                    cursor.execute(sql, values or {})
-                    cursors.append(cursor)
-            return [self._rows(cursor) for cursor in cursors]
-        except Exception as error:
-            self._failed = True
-            raise self._translate(error) from error
-        finally:
-            for cursor in cursors:
-                cursor.close()
-
-    @staticmethod
-    def _rows(cursor: Any) -> list[Row]:
-        return [tuple(r) for r in cursor.fetchall()] if cursor.description is not None else []
 
     def one(self, statement: Statement, params: Params | None = None) -> Row | None:
         """The first row, or ``None``."""
@@ -759,8 +638,6 @@ class Tx:
         span = nullcontext() if self.db.tracer is None else self.db.tracer.start_as_current_span(
             "db SELECT", kind=SpanKind.CLIENT, attributes={"db.system": self.db.dialect, "db.statement": sql})
         try:
-            if self._deferred:
-                self._send_deferred()
             with span, self._cursor.connection.cursor(binary=True) as cursor:
                 cursor.execute(sql, values)
                 return [tuple(r) for r in cursor.fetchall()]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
@@ -133,12 +133,7 @@ class McpTools:
         """The agent's servers a run can try, read in ``tx`` (the run's own transaction, in its worker thread):
         hand them to :meth:`offer` once the transaction is over."""
         scope = Scope(agent.tenant_id)
-        return self.servers_of(tx, agent, links.list_mcp_servers(tx, scope, agent))  # the run's record: not read again
-
-    def servers_of(self, tx: Tx, agent: Agent, records: Sequence[AgentMcpServer]) -> McpServers:
-        """:meth:`servers_in` of the agent's records read already (:func:`~agentfy.store.repos.links.mcp_servers_read`
-        with the run's other reads); ``tx`` reads the credentials they name."""
-        scope = Scope(agent.tenant_id)
+        records = links.list_mcp_servers(tx, scope, agent)  # the run's record: not read again
         return tuple(server for record in records if (server := self._reachable(tx, scope, record)) is not None)
 
     async def offer(self, agent: Agent, servers: McpServers, builtin: Mapping[str, Tool]) -> RunTools:

@@ -18,7 +18,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from agentfy.identity import AgentId, AgentLinkId, AgentMcpServerId, OrgId, Scope, parse_id
-from agentfy.store.db import Read, Tx, now
+from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
 from agentfy.store.paging import Keyset
 from agentfy.store.repos import agents
@@ -211,18 +211,6 @@ def list_mcp_servers(tx: Tx, scope: Scope, agent_id: str | agents.Agent,
     else:
         agent = agents.get_agent(tx, scope, parse_id(agent_id, "agent"))
     return MCP_PAGES.fetch(tx, {"tenant_id": scope.tenant_id, "agent_id": agent.id}, _mcp, after=after, limit=limit)
-
-
-def mcp_servers_read(scope: Scope, agent: agents.Agent) -> Read[list[AgentMcpServer]]:
-    """``list_mcp_servers(tx, scope, agent)`` of a run's agent record as a :class:`~agentfy.store.db.Read`, to be
-    sent with other reads (the agent is not read again)."""
-    if agent.tenant_id != scope.tenant_id:
-        raise NotFoundError("agent", agent.id)
-    return Read(MCP_PAGES.everything, {"tenant_id": scope.tenant_id, "agent_id": agent.id}, _mcp_servers_of)
-
-
-def _mcp_servers_of(rows: list[tuple[Any, ...]]) -> list[AgentMcpServer]:
-    return [_mcp(row) for row in rows]
 
 
 def delete_mcp_server(tx: Tx, scope: Scope, server_id: str) -> None:

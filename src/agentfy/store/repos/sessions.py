@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 import sqlalchemy as sa
 
 from agentfy.identity import AgentId, OrgId, Scope, parse_id
-from agentfy.store.db import Read, Tx, now
+from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
 from agentfy.store.inputs import check_json, check_json_size
 from agentfy.store.paging import Keyset
@@ -118,20 +118,6 @@ _INSERT_NEXT_MESSAGE: Final = (
         sa.func.coalesce(sa.func.max(session_messages.c.seq), 0) + 1,
         *(sa.bindparam(name, type_=session_messages.c[name].type) for name in _MESSAGE_FIELDS),
     ).where(*_MESSAGES_OF))
-    .returning(session_messages.c.seq))
-# append_message's write: the same message under the next seq, inserted only while the session is open — one row
-# selected from the session when its status is 'open', none otherwise.  It follows the statement that locks the
-# status row in one round trip (Tx.pipelined): as its own statement it sees every append committed before the
-# lock was granted, and a session that is not open gets nothing inserted, so a refusal leaves the caller's
-# transaction as it was.
-_INSERT_NEXT_MESSAGE_IF_OPEN: Final = (
-    sa.insert(session_messages)
-    .from_select(["tenant_id", "session_key", "seq", *_MESSAGE_FIELDS], sa.select(
-        sessions.c.tenant_id, sessions.c.session_key,
-        sa.select(sa.func.coalesce(sa.func.max(session_messages.c.seq), 0) + 1)
-        .where(*_MESSAGES_OF).scalar_subquery(),
-        *(sa.bindparam(name, type_=session_messages.c[name].type) for name in _MESSAGE_FIELDS),
-    ).where(*_THIS, sessions.c.status == "open"))
     .returning(session_messages.c.seq))
 _LIST_MESSAGES: Final = (sa.select(*_MESSAGE_COLUMNS)
                          .where(*_MESSAGES_OF, session_messages.c.seq > sa.bindparam("after_seq", type_=sa.Integer))
@@ -369,31 +355,6 @@ def get_session(tx: Tx, scope: Scope, session_key: str, *, lock: bool = False) -
     return _session(row)
 
 
-def session_read(scope: Scope, session_key: str, *, lock: bool = False) -> Read[Session | None]:
-    """``get_session(tx, scope, session_key, lock=lock)`` as a :class:`~agentfy.store.db.Read`, to be sent with
-    other reads; its value is ``None`` for a missing session (instead of :class:`NotFoundError`)."""
-    key = parse_session_key(session_key)
-    return Read(_GET_LOCKED if lock else _GET, {"tenant_id": scope.tenant_id, "session_key": key}, _session_or_none)
-
-
-def _session_or_none(rows: list[tuple[Any, ...]]) -> Session | None:
-    return _session(rows[0]) if rows else None
-
-
-def messages_read(scope: Scope, session_key: str, *, after_seq: int = 0,
-                  limit: int = 1000) -> Read[list[SessionMessage]]:
-    """The rows of :func:`list_messages` as a :class:`~agentfy.store.db.Read` (sent with the read that proves the
-    session exists in the scope's tenant: this one does not check it)."""
-    key = parse_session_key(session_key)
-    _check_page(after_seq, limit)
-    return Read(_LIST_MESSAGES, {"tenant_id": scope.tenant_id, "session_key": key, "after_seq": after_seq,
-                                 "limit": limit}, _messages_of)
-
-
-def _messages_of(rows: list[tuple[Any, ...]]) -> list[SessionMessage]:
-    return [_message(row) for row in rows]
-
-
 def append_message(tx: Tx, scope: Scope, session_key: str, role: str, content: str,  # noqa: PLR0917
                    sender_id: str | None = None, *, tool_calls: Sequence[MessageToolCall | Mapping[str, Any]]
                    | None = None, tool_call_id: str | None = None) -> SessionMessage:
@@ -411,17 +372,10 @@ def append_message(tx: Tx, scope: Scope, session_key: str, role: str, content: s
     calls, calls_json = _tool_calls(tool_calls, role)
     answers = _tool_call_id(tool_call_id, role)
     params = {"tenant_id": scope.tenant_id, "session_key": key}
-    stamp = now()
-    # The lock and the write in one round trip on PostgreSQL; the write inserts only into an open session.
-    locked, inserted = tx.pipelined([
-        (_LOCK_STATUS, params),
-        (_INSERT_NEXT_MESSAGE_IF_OPEN, {**params, "role": role, "sender_id": sender, "content": text,
-                                        "created_at": stamp, "tool_calls": calls_json, "tool_call_id": answers})])
-    if not locked:
+    status = tx.scalar(_LOCK_STATUS, params)
+    if status is None:
         raise NotFoundError("session", key)
-    if not inserted:
-        _refuse_closed(key, locked[0][0])
-    return SessionMessage(key, int(inserted[0][0]), role, sender, text, stamp, calls, answers)
+    return _append(tx, key, status, params, role, sender, text, calls, calls_json, answers)
 
 
 def append_to_locked(tx: Tx, scope: Scope, session: Session, role: str, content: str,  # noqa: PLR0917
@@ -447,16 +401,13 @@ def _append(tx: Tx, key: str, status: str, params: dict[str, Any], role: str,  #
             answers: str | None) -> SessionMessage:
     """The message under the next ``seq`` of a session whose row is locked and whose ``status`` was read."""
     if status != "open":
-        _refuse_closed(key, status)
+        raise ConflictError(f"session {key!r} is {status}; it takes no more messages", field="session_key",
+                            value=key)
     stamp = now()
     seq = int(tx.scalar(_INSERT_NEXT_MESSAGE, {**params, "role": role, "sender_id": sender, "content": text,
                                                "created_at": stamp, "tool_calls": calls_json,
                                                "tool_call_id": answers}))
     return SessionMessage(key, seq, role, sender, text, stamp, calls, answers)
-
-
-def _refuse_closed(key: str, status: str) -> NoReturn:
-    raise ConflictError(f"session {key!r} is {status}; it takes no more messages", field="session_key", value=key)
 
 
 def list_messages(tx: Tx, scope: Scope, session_key: str, *, after_seq: int = 0,

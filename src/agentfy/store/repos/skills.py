@@ -16,7 +16,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from agentfy.identity import OrgId, Scope, SkillId, parse_id
-from agentfy.store.db import Read, Tx, now
+from agentfy.store.db import Tx, now
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError, UniqueViolation
 from agentfy.store.paging import Keyset
 from agentfy.store.repos._common import require_label, require_text
@@ -111,15 +111,6 @@ def get_skill_by_name(tx: Tx, scope: Scope, name: str) -> Skill:
 def list_skills(tx: Tx, scope: Scope, *, after: Sequence[Any] | None = None, limit: int | None = None) -> list[Skill]:
     """The tenant's skills by name (all, or a page)."""
     return PAGES.fetch(tx, {"tenant_id": scope.tenant_id}, _skill, after=after, limit=limit)
-
-
-def skills_read(scope: Scope, *, limit: int) -> Read[list[Skill]]:
-    """``list_skills(tx, scope, limit=limit)`` as a :class:`~agentfy.store.db.Read`, to be sent with other reads."""
-    return Read(PAGES.first, {"tenant_id": scope.tenant_id, "limit": limit}, _skills_of)
-
-
-def _skills_of(rows: list[tuple[Any, ...]]) -> list[Skill]:
-    return [_skill(row) for row in rows]
 
 
 def update_skill(tx: Tx, scope: Scope, skill_id: str, *, content: str) -> Skill:
