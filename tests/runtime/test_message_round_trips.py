@@ -36,7 +36,10 @@ def fake() -> Iterator[FakeOpenAI]:
         yield server
 
 
-def _second_message(db: Database, tmp_path: Path, fake: FakeOpenAI) -> tuple[Recorded, Reply, Tenant]:
+def _second_message(db: Database, tmp_path: Path, fake: FakeOpenAI, *,
+                    conversation: str = "chat-1") -> tuple[Recorded, Reply, Tenant]:
+    """The statements of a message after a first one (in ``conversation``: the same one by default, else a new
+    conversation of the same person)."""
     acme = make_tenant(db, "acme", agent_key="bot", config={"model": {
         "provider": "openai", "base_url": fake.url, "model": "fake"}})
     with db.transaction() as tx:
@@ -50,7 +53,7 @@ def _second_message(db: Database, tmp_path: Path, fake: FakeOpenAI) -> tuple[Rec
         try:
             await runtime(inbound(acme, context, "What is the answer to everything?"))
             with recording(db) as recorded:
-                reply = await runtime(inbound(acme, context, "And what is the question?"))
+                reply = await runtime(inbound(acme, context, "And what is the question?", conversation=conversation))
             return recorded, reply
         finally:
             await providers.aclose()
@@ -75,3 +78,16 @@ def test_a_message_is_two_transactions_of_few_statements(db: Database, tmp_path:
         [used] = telemetry.usage_by_agent_day(tx, acme.scope)
     assert [m.role for m in stored] == ["user", "assistant"] * 2 and stored[-1].content == REPLY
     assert used.calls == 2
+
+
+def test_a_new_conversation_opens_its_session_in_the_same_round_trips(db: Database, tmp_path: Path,
+                                                                      fake: FakeOpenAI) -> None:
+    recorded, reply, acme = _second_message(db, tmp_path, fake, conversation="chat-2")
+    assert reply.text == REPLY
+    # No session is found; it is opened (one INSERT for the run's agent record, which is not read again) and
+    # takes the message without locking it again: one statement more than a resumed conversation.
+    assert recorded.transactions == 2, recorded.summary()
+    assert recorded.round_trips == 17, recorded.summary()
+    with db.transaction(write=False) as tx:
+        stored = sessions.list_messages(tx, acme.scope, reply.session_key)
+    assert [(m.role, m.content) for m in stored] == [("user", "And what is the question?"), ("assistant", REPLY)]

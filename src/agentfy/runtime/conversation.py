@@ -88,9 +88,9 @@ def open_or_resume(tx: Tx, scope: Scope, agent: Agent, scope_user_id: str | None
         key = _generation_key(base_key, generation)
         try:
             session = sessions.get_session(tx, scope, key, lock=lock)
-        except NotFoundError:
-            return sessions.open_session(tx, scope, key, agent.id, scope_user_id or "", channel=channel,
-                                         conversation=conversation)
+        except NotFoundError:  # opened for the run's agent record, resolved in the tenant already: not read again
+            return sessions.open_session_of(tx, scope, key, agent, scope_user_id or "", channel=channel,
+                                            conversation=conversation)
         if session.agent_id != agent.id or session.user_id != (scope_user_id or ""):
             raise RuntimeError(f"session {key!r} belongs to another agent or scope; refusing to use it")
         if session.status == "open":
