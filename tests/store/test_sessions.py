@@ -182,3 +182,50 @@ def test_concurrent_appends_get_distinct_seqs(db: Database) -> None:
     assert not errors and sorted(results) == [1, 2]
     with db.transaction() as tx:
         assert [(m.seq, m.content) for m in sessions.list_messages(tx, acme, "s")] == [(1, "first"), (2, "second")]
+
+
+def test_a_session_locked_as_it_is_read_takes_a_message_in_one_statement(db: Database) -> None:
+    # get_session(lock=True) locks the row as append_message does: a second writer waits for the first, then
+    # appends after it — the same seqs as two append_message calls, with one statement fewer for the first.
+    acme = make_tenant(db, "acme").scope
+    agent = new_agent(db, acme, "bot")
+    with db.transaction() as tx:
+        sessions.open_session(tx, acme, "s", agent.id, "u")
+    results: list[int] = []
+    errors: list[BaseException] = []
+
+    def second_writer() -> None:
+        try:
+            with db.transaction() as tx:
+                results.append(sessions.append_message(tx, acme, "s", "user", "second").seq)
+        except BaseException as error:  # surfaced below
+            errors.append(error)
+
+    with db.transaction() as tx:
+        locked = sessions.get_session(tx, acme, "s", lock=True)
+        thread = threading.Thread(target=second_writer)
+        thread.start()
+        time.sleep(0.3)  # the second writer is blocked on the row (or on SQLite's write lock) meanwhile
+        results.append(sessions.append_to_locked(tx, acme, locked, "user", "first", sender_id="42").seq)
+    thread.join(timeout=10)
+    assert not errors and sorted(results) == [1, 2]
+    with db.transaction() as tx:
+        assert [(m.seq, m.content, m.sender_id) for m in sessions.list_messages(tx, acme, "s")] == [
+            (1, "first", "42"), (2, "second", None)]
+
+
+def test_appending_to_a_locked_session_keeps_every_refusal(db: Database) -> None:
+    acme = make_tenant(db, "acme").scope
+    globex = make_tenant(db, "globex").scope
+    agent = new_agent(db, acme, "bot")
+    with db.transaction() as tx:
+        opened = sessions.open_session(tx, acme, "s", agent.id, "u")
+        sessions.append_to_locked(tx, acme, opened, "user", "in the transaction that opened it")
+        sessions.complete_session(tx, acme, "s")
+    with pytest.raises(ConflictError, match="completed"), db.transaction() as tx:
+        sessions.append_to_locked(tx, acme, sessions.get_session(tx, acme, "s", lock=True), "user", "late")
+    with pytest.raises(NotFoundError), db.transaction() as tx:  # another tenant's session is not there
+        sessions.append_to_locked(tx, globex, opened, "user", "elsewhere")
+    with pytest.raises(InvalidInputError), db.transaction() as tx:  # the same checks of the message
+        sessions.append_to_locked(tx, acme, opened, "robot", "not a role")
+    assert count(db, "session_messages") == 1

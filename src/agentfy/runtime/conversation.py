@@ -72,9 +72,13 @@ def _generation_key(base: str, generation: int) -> str:
 
 
 def open_or_resume(tx: Tx, scope: Scope, agent: Agent, scope_user_id: str | None, base_key: str, *,
-                   channel: str | None = None, conversation: str | None = None) -> Session:
+                   channel: str | None = None, conversation: str | None = None, lock: bool = False) -> Session:
     """The open session of the conversation: the newest generation if it is open, else a new one (opened with
     ``channel`` and ``conversation``, where it happens).
+
+    ``lock`` (a writing ``tx``): the session's row is locked as it is read (a new one is the transaction's own),
+    so the run's message goes in with :func:`~agentfy.store.repos.sessions.append_to_locked` — no second
+    statement to lock it.
 
     A session under the key in another scope or of another agent cannot exist (the key encodes both), and is
     refused rather than used if one ever does.
@@ -83,10 +87,10 @@ def open_or_resume(tx: Tx, scope: Scope, agent: Agent, scope_user_id: str | None
     while True:
         key = _generation_key(base_key, generation)
         try:
-            session = sessions.get_session(tx, scope, key)
-        except NotFoundError:
-            return sessions.open_session(tx, scope, key, agent.id, scope_user_id or "", channel=channel,
-                                         conversation=conversation)
+            session = sessions.get_session(tx, scope, key, lock=lock)
+        except NotFoundError:  # opened for the run's agent record, resolved in the tenant already: not read again
+            return sessions.open_session_of(tx, scope, key, agent, scope_user_id or "", channel=channel,
+                                            conversation=conversation)
         if session.agent_id != agent.id or session.user_id != (scope_user_id or ""):
             raise RuntimeError(f"session {key!r} belongs to another agent or scope; refusing to use it")
         if session.status == "open":

@@ -244,7 +244,8 @@ class Runtime:
         with self.db.transaction() as tx:
             slug = self._slug(tx, scope)
             session = conversation.open_or_resume(tx, scope, agent, context.user_id, base_key,
-                                                  channel=inbound.channel, conversation=inbound.conversation)
+                                                  channel=inbound.channel, conversation=inbound.conversation,
+                                                  lock=True)
             provider = self.providers.for_agent(tx, scope, agent, settings)
             history = conversation.history(tx, scope, session)
             listed = tuple(skills.list_skills(tx, scope, limit=prompting.SKILLS_IN_PROMPT))
@@ -256,8 +257,8 @@ class Runtime:
             shown = [*prompting.model_history(history), ChatMessage("user", text)]
             flushing = len(history) > 1 and (estimate_tokens(prompt, shown)
                                              > settings.context_window * self.settings.flush_ratio)
-            if not flushing:
-                sessions.append_message(tx, scope, session.session_key, "user", text, sender_id=context.actor_id)
+            if not flushing:  # the row was locked as it was read: the message is one statement
+                sessions.append_to_locked(tx, scope, session, "user", text, sender_id=context.actor_id)
         if flushing:
             flush(self.db, agent, session, history)
             with self.db.transaction(write=False) as tx:

@@ -133,7 +133,7 @@ class McpTools:
         """The agent's servers a run can try, read in ``tx`` (the run's own transaction, in its worker thread):
         hand them to :meth:`offer` once the transaction is over."""
         scope = Scope(agent.tenant_id)
-        records = links.list_mcp_servers(tx, scope, agent.id)
+        records = links.list_mcp_servers(tx, scope, agent)  # the run's record: not read again
         return tuple(server for record in records if (server := self._reachable(tx, scope, record)) is not None)
 
     async def offer(self, agent: Agent, servers: McpServers, builtin: Mapping[str, Tool]) -> RunTools:

@@ -47,6 +47,9 @@ _THIS: Final = (sessions.c.tenant_id == sa.bindparam("tenant_id"),
 _INSERT: Final = insert(sessions, ["tenant_id", "session_key", "agent_id", "user_id", "status", "compaction_count",
                                    "created_at", "channel", "conversation"])
 _GET: Final = sa.select(*_COLUMNS).where(*_THIS)
+#: The session read with its row locked (``FOR UPDATE`` on PostgreSQL; SQLite's writing transaction holds the
+#: database's write lock already): what :func:`append_to_locked` relies on.
+_GET_LOCKED: Final = _GET.with_for_update()
 _OPEN_CONVERSATIONS: Final = (sa.select(*_COLUMNS)
                               .where(sessions.c.tenant_id == sa.bindparam("tenant_id"),
                                      sessions.c.agent_id == sa.bindparam("agent_id"), sessions.c.status == "open",
@@ -339,10 +342,14 @@ def list_agent_sessions(tx: Tx, scope: Scope, agent_id: str, *, user_id: str | N
     return pages.fetch(tx, params, _listed, after=after, limit=limit)
 
 
-def get_session(tx: Tx, scope: Scope, session_key: str) -> Session:
-    """The session with this key in the scope's tenant, or :class:`NotFoundError`."""
+def get_session(tx: Tx, scope: Scope, session_key: str, *, lock: bool = False) -> Session:
+    """The session with this key in the scope's tenant, or :class:`NotFoundError`.
+
+    ``lock``: its row is locked until ``tx`` ends (a writing transaction), as :func:`append_message` locks it, so
+    a message can then be appended with :func:`append_to_locked` without locking it again — the read and the
+    lock in one statement."""
     key = parse_session_key(session_key)
-    row = tx.one(_GET, {"tenant_id": scope.tenant_id, "session_key": key})
+    row = tx.one(_GET_LOCKED if lock else _GET, {"tenant_id": scope.tenant_id, "session_key": key})
     if row is None:
         raise NotFoundError("session", key)
     return _session(row)
@@ -368,6 +375,31 @@ def append_message(tx: Tx, scope: Scope, session_key: str, role: str, content: s
     status = tx.scalar(_LOCK_STATUS, params)
     if status is None:
         raise NotFoundError("session", key)
+    return _append(tx, key, status, params, role, sender, text, calls, calls_json, answers)
+
+
+def append_to_locked(tx: Tx, scope: Scope, session: Session, role: str, content: str,  # noqa: PLR0917
+                     sender_id: str | None = None, *, tool_calls: Sequence[MessageToolCall | Mapping[str, Any]]
+                     | None = None, tool_call_id: str | None = None) -> SessionMessage:
+    """:func:`append_message` to a session whose row ``tx`` has locked already — read with
+    ``get_session(…, lock=True)`` or opened (inserted) in ``tx`` — so its status as read is still its status
+    and the lock is not taken again: one statement instead of two (the opening transaction of every run).
+    The same checks and the same refusals as :func:`append_message`."""
+    if session.tenant_id != scope.tenant_id:
+        raise NotFoundError("session", session.session_key)
+    role = _role(role)
+    text = require_text(content, field="content", max_length=MESSAGE_MAX_LENGTH, allow_empty=True)
+    sender = None if sender_id is None else require_label(sender_id, field="sender_id")
+    calls, calls_json = _tool_calls(tool_calls, role)
+    answers = _tool_call_id(tool_call_id, role)
+    params = {"tenant_id": scope.tenant_id, "session_key": session.session_key}
+    return _append(tx, session.session_key, session.status, params, role, sender, text, calls, calls_json, answers)
+
+
+def _append(tx: Tx, key: str, status: str, params: dict[str, Any], role: str,  # noqa: PLR0917
+            sender: str | None, text: str, calls: tuple[MessageToolCall, ...], calls_json: str | None,
+            answers: str | None) -> SessionMessage:
+    """The message under the next ``seq`` of a session whose row is locked and whose ``status`` was read."""
     if status != "open":
         raise ConflictError(f"session {key!r} is {status}; it takes no more messages", field="session_key",
                             value=key)
