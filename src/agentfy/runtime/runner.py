@@ -92,7 +92,7 @@ from agentfy.runtime.settings import DEFAULT_RUNTIME_SETTINGS, RuntimeSettings
 from agentfy.runtime.toolbox import TOOLS, run_tool
 from agentfy.runtime.tools import ToolEnv, ToolError
 from agentfy.store.db import Database, Tx
-from agentfy.store.repos import orgs, sessions, skills
+from agentfy.store.repos import agents, orgs, sessions, skills
 from agentfy.store.repos.agents import Agent
 from agentfy.store.repos.sessions import MESSAGE_MAX_LENGTH, Session
 from agentfy.store.repos.skills import Skill
@@ -242,6 +242,11 @@ class Runtime:
         settings = ModelSettings.of(agent)
         text = inbound.text
         with self.db.transaction() as tx:
+            # The agent is resolved again in this writing transaction, never trusted from the router's cache:
+            # another process may have archived or deleted it a moment ago, its change notice still on the way,
+            # and a message must not be stored for it (NotFoundError, nothing written).  Read here, the record
+            # serves the session's opening and the MCP listing below without a read of their own.
+            agents.get_agent(tx, scope, agent.id)
             slug = self._slug(tx, scope)
             session = conversation.open_or_resume(tx, scope, agent, context.user_id, base_key,
                                                   channel=inbound.channel, conversation=inbound.conversation,
