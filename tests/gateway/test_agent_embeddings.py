@@ -74,6 +74,7 @@ def test_an_admin_sets_reads_and_removes_the_embeddings_model(world: World, clie
     assert client.get("/v1/agents/bot/embeddings", headers=admin).json()["configured"] is False
     again = client.delete("/v1/agents/bot/embeddings", headers=admin)
     assert again.status_code == 404 and "has no embeddings model" in again.json()["error"]["message"]
+    assert again.json()["error"]["field"] == "config.embeddings"  # what is missing; the agent is there
 
 
 def test_an_unknown_credential_is_422_naming_it_and_nothing_is_written(world: World, client: TestClient) -> None:

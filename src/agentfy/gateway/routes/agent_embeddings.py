@@ -113,12 +113,13 @@ def get_embeddings(agent: AgentRef, call: Authenticated) -> EmbeddingsOut:
                response_class=Response)
 def delete_embeddings(agent: AgentRef, call: Authenticated) -> Response:
     """Remove the agent's embeddings model: memory search is full-text only again (admin or higher). 404 when
-    the agent has none, so a mistyped agent is not mistaken for a removal."""
+    the agent has none, naming what is missing (``config.embeddings``), not the agent, which is there: a client
+    must not read it as the agent being gone."""
     with call.gateway.db.transaction() as tx:
         found = agent_in(tx, call.who, agent)
         config = _config(found)
         if config.pop(CONFIG_KEY, None) is None:
-            raise ApiError(404, "not_found", f"agent {found.agent_key} has no embeddings model", field="agent",
-                           value=agent)
+            raise ApiError(404, "not_found", f"agent {found.agent_key} has no embeddings model",
+                           field=f"config.{CONFIG_KEY}")
         agents.update_agent(tx, call.who.scope, found.id, config=config)
     return Response(status_code=204)
