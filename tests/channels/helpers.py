@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
@@ -205,3 +206,17 @@ def messages_of(db: Database, tenant: Tenant) -> list[tuple[str, str | None, str
 def agent_id_of(db: Database, tenant: Tenant, agent_key: str = "support") -> str:
     with db.transaction(write=False) as tx:
         return agents.resolve_agent(tx, tenant.scope, agent_key).id
+
+
+def transactions_begun(db: Database, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """From now on (the test's), each transaction ``db`` begins, by whether it writes: a webhook's reads are
+    counted, since each transaction is a round trip on PostgreSQL."""
+    begun: list[bool] = []
+    transaction = db.transaction
+
+    def counted(*, write: bool = True) -> Any:
+        begun.append(write)
+        return transaction(write=write)
+
+    monkeypatch.setattr(db, "transaction", counted)
+    return begun

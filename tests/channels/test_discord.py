@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from agentfy.runtime.model import ModelError
 from agentfy.store.db import Database
 from agentfy.store.repos import agents
-from tests.channels.helpers import DISCORD_API, Gateway
+from tests.channels.helpers import DISCORD_API, Gateway, transactions_begun
 from tests.helpers.tenants import Tenant
 
 APP = "112233445566778899"
@@ -98,15 +98,7 @@ def test_an_interaction_is_verified_and_read_in_one_transaction(gateway: Gateway
                                                                 bound: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The binding, its signature and the agent's policy in one read (each transaction a round trip on
     PostgreSQL); a guild command needs no sender look-up; a bad signature reads no policy and runs nothing."""
-    db = gateway.state.db
-    begun: list[bool] = []
-    transaction = db.transaction
-
-    def counted(*, write: bool = True) -> Any:
-        begun.append(write)
-        return transaction(write=write)
-
-    monkeypatch.setattr(db, "transaction", counted)
+    begun = transactions_begun(gateway.state.db, monkeypatch)
     assert send(gateway, key, command()).json() == {"type": 5}
     assert begun == [False] and len(gateway.runtime.received) == 1
     begun.clear()

@@ -17,7 +17,7 @@ from agentfy.runtime.providers import ModelConfigError
 from agentfy.settings import SettingsError, load_settings
 from agentfy.store.db import Database
 from agentfy.store.repos import agents
-from tests.channels.helpers import TELEGRAM_API, FakeClock, Gateway
+from tests.channels.helpers import TELEGRAM_API, FakeClock, Gateway, transactions_begun
 from tests.helpers.tenants import Tenant
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
@@ -163,15 +163,7 @@ def test_an_update_is_verified_and_read_in_one_transaction(gateway: Gateway, bou
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The binding, the agent's policy and the bot token in one read (each one a round trip on PostgreSQL);
     the reply is sent with that token, never read again."""
-    db = gateway.state.db
-    begun: list[bool] = []
-    transaction = db.transaction
-
-    def counted(*, write: bool = True) -> Any:
-        begun.append(write)
-        return transaction(write=write)
-
-    monkeypatch.setattr(db, "transaction", counted)
+    begun = transactions_begun(gateway.state.db, monkeypatch)
     assert post(gateway, message(chat_id=SENDER, chat_type="private", text="hi there")).status_code == 200
     assert begun == [False]
     ((_, _, body),) = gateway.platforms.requests

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
-from agentfy.identity import InvalidIdError
+from agentfy.identity import InvalidIdError, Scope
 from agentfy.ids import format_id
-from agentfy.store.db import Database
+from agentfy.store.db import Database, Tx
 from agentfy.store.errors import ConflictError, InvalidInputError, NotFoundError
 from agentfy.store.repos import sessions
 from tests.helpers.tenants import make_tenant
@@ -156,9 +157,25 @@ def test_increment_compaction_counts(db: Database) -> None:
         assert sessions.get_session(tx, acme, "s").compaction_count == 3
 
 
-def test_concurrent_appends_get_distinct_seqs(db: Database) -> None:
+def _append_first(tx: Tx, scope: Scope) -> Callable[[], int]:
+    """The session locked by appending to it (then nothing is left to do)."""
+    seq = sessions.append_message(tx, scope, "s", "user", "first", sender_id="42").seq
+    return lambda: seq
+
+
+def _lock_as_read_then_append_first(tx: Tx, scope: Scope) -> Callable[[], int]:
+    """The session locked as it is read; the message appended later, while the second writer waits."""
+    locked = sessions.get_session(tx, scope, "s", lock=True)
+    return lambda: sessions.append_to_locked(tx, scope, locked, "user", "first", sender_id="42").seq
+
+
+@pytest.mark.parametrize("first_writer", [_append_first, _lock_as_read_then_append_first],
+                         ids=["append_message", "get_session-lock-then-append_to_locked"])
+def test_concurrent_appends_get_distinct_seqs(db: Database,
+                                              first_writer: Callable[[Tx, Scope], Callable[[], int]]) -> None:
     # The second writer waits for the first (row lock on PostgreSQL, BEGIN IMMEDIATE on SQLite), then reads
-    # the committed last seq: no duplicate-key error, no gap.
+    # the committed last seq: no duplicate-key error, no gap.  A session read with lock=True is locked as
+    # append_message locks it, so append_to_locked gives the same seqs with one statement fewer.
     acme = make_tenant(db, "acme").scope
     agent = new_agent(db, acme, "bot")
     with db.transaction() as tx:
@@ -174,39 +191,11 @@ def test_concurrent_appends_get_distinct_seqs(db: Database) -> None:
             errors.append(error)
 
     with db.transaction() as tx:
-        results.append(sessions.append_message(tx, acme, "s", "user", "first").seq)
+        finish = first_writer(tx, acme)
         thread = threading.Thread(target=second_writer)
         thread.start()
         time.sleep(0.3)  # let the second writer block on the first
-    thread.join(timeout=10)
-    assert not errors and sorted(results) == [1, 2]
-    with db.transaction() as tx:
-        assert [(m.seq, m.content) for m in sessions.list_messages(tx, acme, "s")] == [(1, "first"), (2, "second")]
-
-
-def test_a_session_locked_as_it_is_read_takes_a_message_in_one_statement(db: Database) -> None:
-    # get_session(lock=True) locks the row as append_message does: a second writer waits for the first, then
-    # appends after it — the same seqs as two append_message calls, with one statement fewer for the first.
-    acme = make_tenant(db, "acme").scope
-    agent = new_agent(db, acme, "bot")
-    with db.transaction() as tx:
-        sessions.open_session(tx, acme, "s", agent.id, "u")
-    results: list[int] = []
-    errors: list[BaseException] = []
-
-    def second_writer() -> None:
-        try:
-            with db.transaction() as tx:
-                results.append(sessions.append_message(tx, acme, "s", "user", "second").seq)
-        except BaseException as error:  # surfaced below
-            errors.append(error)
-
-    with db.transaction() as tx:
-        locked = sessions.get_session(tx, acme, "s", lock=True)
-        thread = threading.Thread(target=second_writer)
-        thread.start()
-        time.sleep(0.3)  # the second writer is blocked on the row (or on SQLite's write lock) meanwhile
-        results.append(sessions.append_to_locked(tx, acme, locked, "user", "first", sender_id="42").seq)
+        results.append(finish())
     thread.join(timeout=10)
     assert not errors and sorted(results) == [1, 2]
     with db.transaction() as tx:
