@@ -244,8 +244,9 @@ class Runtime:
         with self.db.transaction() as tx:
             # The agent is resolved again in this writing transaction, never trusted from the router's cache:
             # another process may have archived or deleted it a moment ago, its change notice still on the way,
-            # and a message must not be stored for it (NotFoundError, nothing written).  Read here, the record
-            # serves the session's opening and the MCP listing below without a read of their own.
+            # and a message must not be stored for it (NotFoundError, nothing written).  Once it is confirmed
+            # live here, the session's opening and the MCP listing below take the run's record without a read
+            # of their own.
             agents.get_agent(tx, scope, agent.id)
             slug = self._slug(tx, scope)
             session = conversation.open_or_resume(tx, scope, agent, context.user_id, base_key,
