@@ -17,7 +17,7 @@ from agentfy.runtime.offline import OfflineProvider
 from agentfy.runtime.prompting import model_history
 from agentfy.runtime.providers import Providers
 from agentfy.runtime.runner import Runtime
-from agentfy.store.db import Database
+from agentfy.store.db import Database, Tx
 from agentfy.store.errors import InvalidInputError
 from agentfy.store.repos import sessions
 from agentfy.store.repos.sessions import MessageToolCall, SessionMessage
@@ -167,6 +167,33 @@ def test_a_history_window_never_starts_inside_an_exchange(db: Database, acme: Te
     with db.transaction(write=False) as tx:
         window = conversation.history(tx, acme.scope, key)
     assert [(m.role, m.content) for m in window] == [("assistant", "read both")]
+
+
+def test_a_long_session_shows_its_newest_window_read_at_once(db: Database, acme: Tenant,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session far longer than the window: the model sees the newest messages, oldest first, and the
+    history costs one read of the window, not a read of everything the session ever stored."""
+    key = "long"
+    with db.transaction() as tx:
+        sessions.open_session(tx, acme.scope, key, acme.bot.id, "u")
+        for n in range(1, 41):
+            sessions.append_message(tx, acme.scope, key, "user" if n % 2 else "assistant", f"m{n}")
+    monkeypatch.setattr(conversation, "HISTORY_LIMIT", 6)
+    executed: list[object] = []
+    execute = Tx.execute
+
+    def counted(self: Tx, statement: object, params: object = None) -> object:
+        executed.append(statement)
+        return execute(self, statement, params)  # type: ignore[arg-type]
+
+    with db.transaction(write=False) as tx:
+        session = sessions.get_session(tx, acme.scope, key)
+        monkeypatch.setattr(Tx, "execute", counted)
+        window = conversation.history(tx, acme.scope, session)
+        monkeypatch.setattr(Tx, "execute", execute)
+        assert [m.content for m in window] == [f"m{n}" for n in range(35, 41)]
+        assert len(executed) == 1
+        assert [m.content for m in conversation.history(tx, acme.scope, key)] == [f"m{n}" for n in range(35, 41)]
 
 
 def _message(seq: int, role: str, content: str, *, calls: tuple[str, ...] = (),

@@ -45,12 +45,15 @@ HISTORY_LIMIT: Final = 1000
 _GENERATION: Final = "#"
 _NO_SCOPE: Final = "~"
 _KEPT: Final = re.compile(r"[A-Za-z0-9_.:@-]")
+_ALL_KEPT: Final = re.compile(r"[A-Za-z0-9_.:@-]*")
 #: Room left for the generation suffix (``#`` and up to 9 digits).
 _SUFFIX_ROOM: Final = 10
 
 
 def escape_part(value: str) -> str:
     """``value`` with every character outside ``A-Z a-z 0-9 _ . : @ -`` as ``~xx`` per UTF-8 byte (injective)."""
+    if _ALL_KEPT.fullmatch(value):  # the usual name or ID: nothing to escape, one match instead of one a character
+        return value
     return "".join(c if _KEPT.fullmatch(c) else "".join(f"~{b:02x}" for b in c.encode("utf-8", "surrogatepass"))
                    for c in value)
 
@@ -100,20 +103,11 @@ def open_or_resume(tx: Tx, scope: Scope, agent: Agent, scope_user_id: str | None
 
 def history(tx: Tx, scope: Scope, session: Session | str) -> list[SessionMessage]:
     """The messages the model is shown: from the latest compaction summary on (the newest
-    :data:`HISTORY_LIMIT` messages at most).  ``session``: its record, read or opened in ``tx`` (a run's: it
-    is not read again), or its key."""
-    def page(after_seq: int) -> list[SessionMessage]:
-        if isinstance(session, Session):
-            return sessions.session_history(tx, scope, session, after_seq=after_seq, limit=HISTORY_LIMIT)
-        return sessions.list_messages(tx, scope, session, after_seq=after_seq, limit=HISTORY_LIMIT)
-
-    messages = page(0)
-    if len(messages) == HISTORY_LIMIT:  # long session: page to its end
-        while True:
-            more = page(messages[-1].seq)
-            if not more:
-                break
-            messages = (messages + more)[-HISTORY_LIMIT:]
+    :data:`HISTORY_LIMIT` messages at most, read as one window: a session of any length costs one read of
+    the window).  ``session``: its record, read or opened in ``tx`` (a run's: it is not read again), or its
+    key."""
+    record = session if isinstance(session, Session) else sessions.get_session(tx, scope, session)
+    messages = sessions.newest_history(tx, scope, record, limit=HISTORY_LIMIT)
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if message.role == "system" and message.content.startswith(COMPACTION_MARKER):

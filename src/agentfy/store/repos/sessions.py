@@ -123,6 +123,12 @@ _LIST_MESSAGES: Final = (sa.select(*_MESSAGE_COLUMNS)
                          .where(*_MESSAGES_OF, session_messages.c.seq > sa.bindparam("after_seq", type_=sa.Integer))
                          .order_by(session_messages.c.seq)
                          .limit(sa.bindparam("limit", type_=sa.Integer)))
+# The newest ``limit`` messages, newest first (the run's history window: a long session costs what the window
+# holds, not what the session ever stored).
+_NEWEST_MESSAGES: Final = (sa.select(*_MESSAGE_COLUMNS)
+                           .where(*_MESSAGES_OF)
+                           .order_by(session_messages.c.seq.desc())
+                           .limit(sa.bindparam("limit", type_=sa.Integer)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,6 +437,18 @@ def session_history(tx: Tx, scope: Scope, session: Session, *, after_seq: int = 
     rows = tx.all(_LIST_MESSAGES, {"tenant_id": scope.tenant_id, "session_key": session.session_key,
                                    "after_seq": after_seq, "limit": limit})
     return [_message(row) for row in rows]
+
+
+def newest_history(tx: Tx, scope: Scope, session: Session, *, limit: int = 1000) -> list[SessionMessage]:
+    """The session's newest ``limit`` messages (1-10000), oldest first: one indexed read of the window, however
+    long the session is.  ``session`` is a record the caller read or opened in ``tx`` (see
+    :func:`session_history`)."""
+    if session.tenant_id != scope.tenant_id:
+        raise NotFoundError("session", session.session_key)
+    _check_page(0, limit)
+    rows = tx.all(_NEWEST_MESSAGES, {"tenant_id": scope.tenant_id, "session_key": session.session_key,
+                                     "limit": limit})
+    return [_message(row) for row in reversed(rows)]
 
 
 def _check_page(after_seq: object, limit: object) -> None:
