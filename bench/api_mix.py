@@ -12,10 +12,16 @@ kind           our route                                           the bare app'
 =============  ==================================================  ================================================
 ``get``        ``GET /v1/agents/{id}``                             the agent by (tenant, id)
 ``list``       ``GET /v1/agents``                                  a page of 51 agents by key
-``send``       ``POST /v1/agents/{id}/messages`` (offline model)   the agent, the session (opened on its first
-                                                                   message, its row locked), its last 50
-                                                                   messages, the last seq, a user and an
-                                                                   assistant message inserted
+``send``       ``POST /v1/agents/{id}/messages`` (offline model)   our runtime's statements, captured from it
+                                                                   (:func:`send_statements`), in its two
+                                                                   transactions: the credential, the agent, the
+                                                                   session (opened on its first message, its row
+                                                                   locked), its history, the skills, the recall
+                                                                   (memory search, knowledge), the MCP servers,
+                                                                   the user's message; then the status locked,
+                                                                   the reply, the usage row under a savepoint;
+                                                                   on PostgreSQL the run's advisory lock around
+                                                                   both
 ``messages``   ``GET /v1/sessions/{key}/messages``                 the session, a page of its messages
 ``search``     ``GET /v1/agents/{id}/memory/search``               the agent, the full-text search of its memory
                                                                    (the statement of :mod:`agentfy.store.repos.
@@ -29,7 +35,9 @@ kind           our route                                           the bare app'
 messages long, then a new one starts, so a session's history stays short.
 
 The bare app checks the bearer credential against the one it was given (in memory, as our principal cache
-does for a warm credential) and returns plain dicts; our app does everything it always does (access policy,
+does for a warm credential), reads the credential's row in every writing transaction (ours confirms a cached
+credential there, so that a key revoked a moment ago by another process writes nothing) and returns plain
+dicts; our app does everything it always does (access policy,
 request observation, response models, the runtime's whole loop for ``send``).  ``GET /v1/agents/{id}``
 without a query string is answered by the warm-read layer (:mod:`agentfy.gateway.warm_reads`), so the mix is
 measured twice: with it, and with ``?via=route`` on that read, which goes through the FastAPI route (the
@@ -42,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import cProfile
+import json
 import os
 import pstats
 import re
@@ -156,7 +165,7 @@ end
 
 BARE_APP = r'''
 """The bare app: the mix's routes as FastAPI endpoints over the driver, the same SQL, no framework of ours."""
-import hmac, json, os, secrets, sqlite3, threading
+import hashlib, hmac, json, os, secrets, sqlite3, threading
 from datetime import UTC, datetime
 from fastapi import FastAPI, Header, HTTPException
 from pydantic import BaseModel
@@ -202,19 +211,19 @@ def tenant(authorization):
         raise HTTPException(401)
     return TENANT
 
+def confirm_key(cur):
+    """Ours confirms a cached credential in each writing transaction (a key revoked a moment ago by another
+    process writes nothing): the same statement here, in every write."""
+    run(cur, "key", {"hash": KEY_HASH}).fetchone()
+
 AGENT = q("SELECT id, tenant_id, agent_key, display_name, config, created_at, updated_at FROM agents "
           "WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL")
 SESSION = q("SELECT tenant_id, session_key, agent_id, user_id, status, compaction_count, created_at, "
             "completed_at, channel, conversation FROM sessions WHERE tenant_id = ? AND session_key = ?")
 MESSAGES = q("SELECT session_key, seq, role, sender_id, content, created_at, tool_calls, tool_call_id "
              "FROM session_messages WHERE tenant_id = ? AND session_key = ? AND seq > ? ORDER BY seq LIMIT ?")
-INSERT_MESSAGE = q("INSERT INTO session_messages (tenant_id, session_key, seq, role, sender_id, content, "
-                   "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
 INSERT_SESSION = q("INSERT INTO sessions (tenant_id, session_key, agent_id, user_id, status, compaction_count, "
                    "created_at, channel, conversation) VALUES (?, ?, ?, ?, 'open', 0, ?, ?, ?)")
-
-LOCK_SESSION = q("SELECT status FROM sessions WHERE tenant_id = ? AND session_key = ?"
-                 + ("" if SQLITE else " FOR UPDATE"))
 
 def agent_dict(row):
     return {"id": row[0], "tenant_id": row[1], "agent_key": row[2], "display_name": row[3],
@@ -251,25 +260,70 @@ class MessageIn(BaseModel):
     conversation: str = "default"
     stream: bool = False
 
+# The statements our runtime runs for one message, captured from it (``send_statements``), by what each does.
+SEND = {label: (sql, defaults) for label, (sql, defaults) in json.loads(os.environ["BARE_SEND_SQL"]).items()}
+KEY_HASH = os.environ["BARE_KEY_HASH"]
+
+def run(cur, label, params):
+    sql, defaults = SEND[label]
+    return cur.execute(sql, {**defaults, **params} if isinstance(params, dict) else params)
+
+def run_lock(key, take):
+    """The run lock our runtime takes on PostgreSQL around the run (a session-level advisory lock)."""
+    if not SQLITE:
+        number = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big", signed=True)
+        connection().execute("SELECT pg_try_advisory_lock(%s)" if take else "SELECT pg_advisory_unlock(%s)",
+                             (number,)).fetchone()
+
 @app.post("/v1/agents/{agent}/messages")
 def send_message(agent: str, body: MessageIn, authorization: str | None = Header(None)):
+    """Our runtime's SQL for a message, statement for statement: the credential confirmed and the agent read
+    in the writing transaction, the session locked (opened on the first message), its history, the skills,
+    the recall (memory search, knowledge), the agent's MCP servers, the user's message; then a second
+    transaction (ours calls the model between the two) with the session's status locked, the reply and the
+    usage row under a savepoint.  The reply is the offline model's."""
     tenant_id = tenant(authorization)
-    with Tx(True) as cur:
-        row = the_agent(cur, tenant_id, agent)
-        key = f"{row[0]}/{USER}/api:{body.conversation}"
-        # One exchange at a time per session (ours: the runtime's conversation lock and a locked status row);
-        # SQLite's BEGIN IMMEDIATE already serialises writers.
-        cur.execute(INSERT_SESSION + " ON CONFLICT DO NOTHING",
-                    (tenant_id, key, row[0], USER, now(), "api", "api:" + body.conversation))
-        cur.execute(LOCK_SESSION, (tenant_id, key)).fetchone()
-        cur.execute(q("SELECT role, content FROM session_messages WHERE tenant_id = ? AND session_key = ? "
-                      "ORDER BY seq DESC LIMIT 50"), (tenant_id, key)).fetchall()
-        last = cur.execute(q("SELECT max(seq) FROM session_messages WHERE tenant_id = ? AND session_key = ?"),
-                           (tenant_id, key)).fetchone()[0] or 0
-        reply = f"@{row[2]} heard: {body.text}"
-        cur.execute(INSERT_MESSAGE, (tenant_id, key, last + 1, "user", USER, body.text, now()))
-        cur.execute(INSERT_MESSAGE, (tenant_id, key, last + 2, "assistant", None, reply, now()))
+    key = f"{agent}/{USER}/api:{body.conversation}"
+    run_lock(key, True)
+    try:
+        with Tx(True) as cur:
+            confirm_key(cur)
+            row = the_agent_of(cur, tenant_id, agent)
+            scope = {"tenant_id": tenant_id, "session_key": key}
+            if run(cur, "session", scope).fetchone() is None:
+                run(cur, "open", {**scope, "agent_id": agent, "user_id": USER, "status": "open",
+                                  "compaction_count": 0, "created_at": now(), "channel": "api",
+                                  "conversation": "api:" + body.conversation})
+            run(cur, "history", {**scope, "limit": 1000}).fetchall()
+            run(cur, "skills", {"tenant_id": tenant_id, "limit": 100}).fetchall()
+            words = body.text.lower().split()
+            mine = {"tenant_id": tenant_id, "agent_id": agent, "user_id": USER, "limit": 8}
+            run(cur, "search", {**mine, **({"match": " OR ".join(f'"{w}"' for w in words)} if SQLITE
+                                           else {"query": " or ".join(words)})}).fetchall()
+            run(cur, "knowledge", {**mine, **{f"term{i}": f"%{words[i]}%" if i < len(words) else None
+                                              for i in range(8)}}).fetchall()
+            run(cur, "mcp", {"tenant_id": tenant_id, "agent_id": agent}).fetchall()
+            message = {**scope, "sender_id": USER, "tool_calls": None, "tool_call_id": None}
+            run(cur, "append", {**message, "role": "user", "content": body.text, "created_at": now()}).fetchone()
+        reply = f"@{row[1]} heard: {body.text}"
+        with Tx(True) as cur:
+            run(cur, "status", scope).fetchone()
+            run(cur, "append", {**message, "role": "assistant", "sender_id": None, "content": reply,
+                                "created_at": now()}).fetchone()
+            cur.execute("SAVEPOINT usage")
+            run(cur, "usage", {"tenant_id": tenant_id, "agent_id": agent, "model": "offline", "input_tokens": 1,
+                               "output_tokens": 1, "cached_tokens": None, "provider": "offline",
+                               "run_id": secrets.token_hex(8), "session_key": key, "recorded_at": now()})
+            cur.execute("RELEASE SAVEPOINT usage")
+    finally:
+        run_lock(key, False)
     return {"reply": reply, "session_key": key, "conversation": body.conversation}
+
+def the_agent_of(cur, tenant_id, agent_id):
+    row = run(cur, "agent", (tenant_id, agent_id)).fetchone()
+    if row is None:
+        raise HTTPException(404)
+    return row
 
 @app.get("/v1/sessions/{session_key:path}/messages")
 def list_messages(session_key: str, limit: int = 50, authorization: str | None = Header(None)):
@@ -301,6 +355,7 @@ def search_memory(agent: str, query: str, scope: str, limit: int = 10, authoriza
 def delete_session(session_key: str, authorization: str | None = Header(None)):
     tenant_id = tenant(authorization)
     with Tx(True) as cur:
+        confirm_key(cur)
         if cur.execute(SESSION, (tenant_id, session_key)).fetchone() is None:
             raise HTTPException(404)
         cur.execute(q("DELETE FROM sessions WHERE tenant_id = ? AND session_key = ?"), (tenant_id, session_key))
@@ -315,6 +370,7 @@ def open_session(body: SessionIn, authorization: str | None = Header(None)):
     tenant_id = tenant(authorization)
     stamp = now()
     with Tx(True) as cur:
+        confirm_key(cur)
         row = the_agent(cur, tenant_id, body.agent)
         cur.execute(INSERT_SESSION, (tenant_id, body.session_key, row[0], USER, stamp, None, None))
     return session_dict((tenant_id, body.session_key, row[0], USER, "open", 0, stamp, None, None, None))
@@ -323,6 +379,7 @@ def open_session(body: SessionIn, authorization: str | None = Header(None)):
 def complete_session(session_key: str, authorization: str | None = Header(None)):
     tenant_id = tenant(authorization)
     with Tx(True) as cur:
+        confirm_key(cur)
         cur.execute(q("UPDATE sessions SET status = 'completed', completed_at = ? WHERE tenant_id = ? AND "
                       "session_key = ? AND status = 'open'"), (now(), tenant_id, session_key))
         row = cur.execute(SESSION, (tenant_id, session_key)).fetchone()
@@ -458,6 +515,7 @@ def search_sql(dialect: str) -> str:
 
 def measure(dialect: str, db: Database, work: Path) -> None:
     seeded = seed(db)
+    statements = send_statements(db, seeded)  # before either server starts: the app runs here, in process
     url = db.url
     bare_db = db.engine.url.database if dialect == "sqlite" else db.conninfo
     assert bare_db
@@ -468,6 +526,8 @@ def measure(dialect: str, db: Database, work: Path) -> None:
                  os.getcwd(), factory=True, ready_seconds=START_SECONDS)
     bare = start("bare_mix:app", bare_port, {"PYTHONPATH": str(work), "BARE_DB": bare_db,
                                              "BARE_SEARCH_SQL": search_sql(dialect),
+                                             "BARE_SEND_SQL": json.dumps(statements),
+                                             "BARE_KEY_HASH": api_keys.hash_api_key(seeded.token),
                                              "BARE_TOKEN": seeded.token, "BARE_TENANT": seeded.tenant_id,
                                              "BARE_USER": seeded.user_id}, str(work), factory=False,
                  ready_seconds=START_SECONDS)
@@ -574,21 +634,64 @@ def requests_of(seeded: Seeded, nonce: str, number: int) -> dict[str, tuple[str,
 
 
 @contextmanager
-def in_process(db: Database) -> Iterator[tuple[Seeded, Callable[[str, int], Any]]]:
-    """The app on ``db`` in this process (lifespan run), and ``call(kind, number)`` sending one request."""
-    seeded = seed(db)
+def in_process(db: Database, seeded: Seeded | None = None) -> Iterator[tuple[Seeded, Callable[..., Any]]]:
+    """The app on ``db`` in this process (lifespan run), and ``call(kind, number)`` sending one request; on
+    ``seeded``'s data, or on data it seeds."""
+    seeded = seeded or seed(db)
     nonce = secrets.token_hex(4)
     with tempfile.TemporaryDirectory() as tmp:
         app = create_app(db, signing_secret=b"bench-signing-secret-32-bytes!!!", workspace_root=Path(tmp))
         with TestClient(app, headers={"Authorization": f"Bearer {seeded.token}"}) as client:
-            def call(kind: str, number: int) -> Any:
+            def call(kind: str, number: int, conversation: str | None = None) -> Any:
                 method, path, body = requests_of(seeded, nonce, number)[kind]
+                if conversation is not None and body is not None:  # a send into this conversation
+                    body = {**body, "conversation": conversation}
                 response = client.request(method, path, json=body)
                 if response.status_code >= 300:
                     raise RuntimeError(f"{method} {path} -> {response.status_code} {response.text[:300]}")
                 return response
 
             yield seeded, call
+
+
+#: What each statement of a message does, told by its text (the bare app runs each by this label).
+_SEND_LABELS: tuple[tuple[str, str], ...] = (  # the first marker a statement holds labels it
+    ("open", "INSERT INTO sessions"), ("append", "INSERT INTO session_messages"),
+    ("usage", "INSERT INTO usage_snapshots"), ("key", "FROM api_keys"), ("agent", "FROM agents"),
+    ("status", "SELECT sessions.status"), ("session", "FROM sessions"), ("history", "FROM session_messages"),
+    ("skills", "FROM skills"), ("search", "search_fts"), ("search", "ts_headline"), ("knowledge", "FROM kg_entities"),
+    ("mcp", "FROM agent_mcp_servers"))
+
+
+def send_statements(db: Database, seeded: Seeded) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The SQL our app runs for a message to the offline agent — a new conversation's first message and the
+    next one — captured from the app itself, each statement as ``(sql, values it binds itself)`` under the
+    label of what it does: the bare app runs these very statements.  A statement that no label describes, or a
+    label with two different statements, is an error: the baseline must not drift from what we run."""
+    found: dict[str, tuple[str, dict[str, Any]]] = {}
+    execute = Tx.execute
+
+    def captured(self: Tx, statement: Any, params: Any = None) -> Any:
+        sql, defaults = self.db.compiled(statement)
+        label = next((label for label, marker in _SEND_LABELS if marker in sql), None)
+        if label is None or found.get(label, (sql, defaults)) != (sql, defaults):
+            raise RuntimeError(f"a message ran a statement the bare app does not: {sql[:200]!r}")
+        found[label] = (sql, dict(defaults))
+        return execute(self, statement, params)
+
+    with in_process(db, seeded) as (_seeded, call):
+        call("send", 0)  # imports, caches and the first use of each statement
+        setattr(Tx, "execute", captured)  # noqa: B010 - undone below
+        try:
+            conversation = secrets.token_hex(4)
+            for _ in range(2):  # the conversation's first message opens its session; the second resumes it
+                call("send", 0, conversation)
+        finally:
+            setattr(Tx, "execute", execute)  # noqa: B010
+    missing = {label for label, _marker in _SEND_LABELS} - set(found) - {"search"}
+    if missing or "search" not in found:
+        raise RuntimeError(f"a message ran none of {sorted(missing) or ['search']}: the bare app's send is stale")
+    return found
 
 
 def counts(dialect: str, db: Database) -> None:
