@@ -161,7 +161,7 @@ def describe(error: BaseException) -> tuple[int, dict[str, Any]]:
         return 422, error_body("invalid_input", str(error), field=error.field, value=error.value,
                                expected=error.expected)
     if isinstance(error, NotFoundError):
-        return 404, error_body("not_found", f"{error.entity} not found", field=getattr(error, "field", None),
+        return 404, error_body("not_found", f"{error.entity} not found", field=error.field,
                                value=error.ref if isinstance(error.ref, str) else None)
     if isinstance(error, ConflictError):
         value = error.value if isinstance(error.value, str) else None

@@ -19,10 +19,14 @@ class NotFoundError(StoreError):
 
     code = "not_found"
 
-    def __init__(self, entity: str, ref: object) -> None:
+    def __init__(self, entity: str, ref: object, *, field: str | None = None) -> None:
+        """``field``: the request's field that named what is missing, when it is not the path's object itself
+        (the platform of an agent that exists but has no bot there): a client must not read the 404 as the
+        agent being gone."""
         super().__init__(f"{entity} {ref!r} not found")
         self.entity = entity
         self.ref = ref
+        self.field = field
 
 
 class ConflictError(StoreError):

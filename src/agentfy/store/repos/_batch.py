@@ -35,8 +35,7 @@ class RowNotFoundError(NotFoundError):
     """
 
     def __init__(self, field: str, entity: str, ref: object) -> None:
-        super().__init__(entity, ref)
-        self.field = field
+        super().__init__(entity, ref, field=field)
         self.args = (f"{field}: {entity} {ref!r} not found",)
 
 

@@ -145,4 +145,4 @@ def unbind(tx: Tx, scope: Scope, agent_id: str, platform: Platform) -> None:
     agent_id = parse_id(agent_id, "agent", field="agent_id")
     if tx.execute(_DELETE_OF_AGENT, {"tenant_id": scope.tenant_id, "agent_id": agent_id,
                                      "platform": platform}).rowcount == 0:
-        raise NotFoundError("channel binding", platform)
+        raise NotFoundError("channel binding", platform, field="platform")
