@@ -269,10 +269,12 @@ def run(cur, label, params):
     return cur.execute(sql, {**defaults, **params} if isinstance(params, dict) else params)
 
 def run_lock(key, take):
-    """The run lock our runtime takes on PostgreSQL around the run (a session-level advisory lock)."""
+    """The run lock our runtime takes on PostgreSQL around the run (a session-level advisory lock; ours tries
+    and retries, one statement when it is free, as here, where a held lock is waited for instead): two messages
+    of one conversation never run at once.  On SQLite, BEGIN IMMEDIATE serialises the writers."""
     if not SQLITE:
         number = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big", signed=True)
-        connection().execute("SELECT pg_try_advisory_lock(%s)" if take else "SELECT pg_advisory_unlock(%s)",
+        connection().execute("SELECT pg_advisory_lock(%s)" if take else "SELECT pg_advisory_unlock(%s)",
                              (number,)).fetchone()
 
 @app.post("/v1/agents/{agent}/messages")
