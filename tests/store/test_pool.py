@@ -24,7 +24,8 @@ from tests.store.helpers import new_agent
 
 @pytest.fixture
 def small(db_url: str) -> Iterator[Database]:
-    database = Database(db_url, pool=PoolSettings(pool_size=1, max_overflow=1, pool_timeout=0.3))
+    database = Database(db_url, pool=PoolSettings(pool_size=1, max_overflow=1, pool_timeout=0.3,
+                                                  overflow_idle_seconds=0))
     yield database
     database.dispose()
 
@@ -53,9 +54,47 @@ def test_a_full_pool_answers_unavailable_after_the_timeout_never_hangs(small: Da
     release.set()
     for thread in holders:
         thread.join()
-    assert small.pool.checked_out == 0 and small.pool.idle == 1  # the overflow connection was closed
+    assert small.pool.checked_out == 0 and small.pool.idle == 1  # overflow_idle_seconds=0: closed when returned
     with small.transaction(write=False) as tx:
         assert tx.scalar("SELECT 1") == 1
+
+
+def test_overflow_connections_serve_the_next_burst_and_are_closed_once_no_burst_needs_them(
+        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A burst above ``pool_size`` opens overflow connections; the next burst within the idle window reuses
+    them (no connection opened: on PostgreSQL each is a server process forked), and once the window passes
+    without a burst, the surplus is closed as transactions return it, down to ``pool_size``."""
+    database = Database(db_url, pool=PoolSettings(pool_size=1, max_overflow=2, overflow_idle_seconds=0.5))
+    opened: list[object] = []
+    connect = database.pool._connect
+
+    def counted() -> tuple[object, object]:
+        pair = connect()
+        opened.append(pair[0])
+        return pair
+
+    monkeypatch.setattr(database.pool, "_connect", counted)
+    try:
+        def burst() -> None:
+            release, held = threading.Event(), threading.Barrier(4)
+            holders = [hold(database, release, held) for _ in range(3)]
+            held.wait()
+            assert database.pool.checked_out == 3
+            release.set()
+            for thread in holders:
+                thread.join()
+
+        burst()
+        assert len(opened) == 3 and database.pool.idle == 3  # all kept: returned during the burst
+        burst()
+        assert len(opened) == 3 and database.pool.idle == 3  # the second burst opened nothing
+        time.sleep(0.6)  # no burst for longer than the window
+        for _ in range(3):
+            with database.transaction(write=False) as tx:
+                assert tx.scalar("SELECT 1") == 1
+        assert len(opened) == 3 and database.pool.idle == 1  # the surplus closed, pool_size kept
+    finally:
+        database.dispose()
 
 
 def test_a_waiting_transaction_gets_the_first_connection_returned(db_url: str) -> None:
@@ -80,6 +119,8 @@ def test_a_waiting_transaction_gets_the_first_connection_returned(db_url: str) -
     ({"AGENTFY_DB_POOL_SIZE": "0"}, r"db\.pool_size '0': Input should be greater than or equal to 1"),
     ({"AGENTFY_DB_MAX_OVERFLOW": "-1"}, r"db\.max_overflow '-1': Input should be greater than or equal to 0"),
     ({"AGENTFY_DB_POOL_TIMEOUT": "0"}, r"db\.pool_timeout '0': Input should be greater than 0"),
+    ({"AGENTFY_DB_OVERFLOW_IDLE_SECONDS": "-1"},
+     r"db\.overflow_idle_seconds '-1': Input should be greater than or equal to 0"),
 ])
 def test_pool_settings_from_the_environment_name_a_bad_value(env: dict[str, str], message: str,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
@@ -92,9 +133,10 @@ def test_pool_settings_from_the_environment_name_a_bad_value(env: dict[str, str]
 def test_pool_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert load_settings().db == PoolSettings()
     for name, value in {"AGENTFY_DB_POOL_SIZE": "3", "AGENTFY_DB_MAX_OVERFLOW": "0",
-                        "AGENTFY_DB_POOL_TIMEOUT": "1.5"}.items():
+                        "AGENTFY_DB_POOL_TIMEOUT": "1.5", "AGENTFY_DB_OVERFLOW_IDLE_SECONDS": "0"}.items():
         monkeypatch.setenv(name, value)
-    assert load_settings().db == PoolSettings(pool_size=3, max_overflow=0, pool_timeout=1.5)
+    assert load_settings().db == PoolSettings(pool_size=3, max_overflow=0, pool_timeout=1.5,
+                                              overflow_idle_seconds=0)
 
 
 def test_the_pool_settings_refuse_bad_values_given_in_code() -> None:

@@ -17,8 +17,8 @@ PoolSizeOption = Annotated[int | None, typer.Option(
          "default: 8].")]
 PoolOverflowOption = Annotated[int | None, typer.Option(
     "--db-max-overflow", min=0, show_default=False,
-    help="More connections each process may open under load, closed when returned [$AGENTFY_DB_MAX_OVERFLOW; "
-         "default: 12].")]
+    help="More connections each process may open under load, closed once no burst has needed them for "
+         "db.overflow_idle_seconds (default 30) [$AGENTFY_DB_MAX_OVERFLOW; default: 12].")]
 PoolTimeoutOption = Annotated[float | None, typer.Option(
     "--db-pool-timeout", min=0.1, show_default=False,
     help="Seconds a request waits for a free connection before answering 503 [$AGENTFY_DB_POOL_TIMEOUT; "

@@ -4,9 +4,15 @@ Why not SQLAlchemy's pool: a checkout and return through it costs about 15 µs (
 reset), as much as a primary-key SELECT on SQLite; transactions here end themselves, so a LIFO of idle
 driver connections is enough.  What it keeps of a real pool:
 
-* **Bounded.**  At most ``size + overflow`` connections are out at once; ``size`` idle ones are kept, the
-  overflow is closed when returned.  A transaction that finds none free waits up to ``timeout`` seconds and
-  then fails with :class:`~agentfy.store.errors.UnavailableError` (the API's 503), never hangs.
+* **Bounded.**  At most ``size + overflow`` connections are out at once; ``size`` idle ones are kept, and the
+  overflow ones too while the pool keeps needing them: a transaction that finds no idle connection and opens
+  one marks a burst, returned connections beyond ``size`` idle ones stay open for reuse, and once
+  ``overflow_idle_seconds`` pass without a burst, each surplus one is closed as it is returned.  Closing the
+  overflow at once (SQLAlchemy's way) made a gateway whose concurrent transactions hover around ``size`` open
+  and close a PostgreSQL connection — a server process forked, an authentication — for about one request in
+  ten.  A transaction that finds none free waits up to
+  ``timeout`` seconds and then fails with :class:`~agentfy.store.errors.UnavailableError` (the API's 503),
+  never hangs.
 * **Dead connections are replaced, not served.**  PostgreSQL connections run in autocommit mode and every
   transaction starts with an explicit ``BEGIN`` — the round trip psycopg would make anyway — so a
   connection the server terminated (``pg_terminate_backend``, a restart, a failover) fails *there*, before
@@ -39,10 +45,11 @@ class PoolSettings(BaseModel):
     """How many connections one process may hold, and how long a transaction waits for one: the ``db``
     section of the settings (``AGENTFY_DB_POOL_SIZE``, ``AGENTFY_DB_MAX_OVERFLOW``, ``AGENTFY_DB_POOL_TIMEOUT``).
 
-    ``pool_size`` idle connections are kept, ``max_overflow`` more are opened under load (closed when
-    returned), and a transaction waits ``pool_timeout`` seconds for one before failing as unavailable (the
-    API's 503).  The defaults keep one process at 20 connections: four gateway processes plus workers stay
-    well under PostgreSQL's default ``max_connections`` of 100.
+    ``pool_size`` idle connections are kept, ``max_overflow`` more are opened under load (kept for reuse until
+    ``overflow_idle_seconds`` pass without a burst that needs them; 0 closes them when returned), and a
+    transaction waits ``pool_timeout`` seconds for one before failing as unavailable (the API's 503).  The
+    defaults keep one process at 20 connections: four gateway processes plus workers stay well under
+    PostgreSQL's default ``max_connections`` of 100.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -50,6 +57,7 @@ class PoolSettings(BaseModel):
     pool_size: int = Field(default=8, ge=1)
     max_overflow: int = Field(default=12, ge=0)
     pool_timeout: float = Field(default=10.0, gt=0)
+    overflow_idle_seconds: float = Field(default=30.0, ge=0)
 
     @property
     def limit(self) -> int:
@@ -68,6 +76,8 @@ class Connections:
         self._autocommit = engine.dialect.name == "postgresql"
         self.settings = settings
         self._keep = settings.pool_size  # idle connections kept
+        #: When a transaction last found no idle connection and opened one (see :meth:`_overflow_wanted`).
+        self._burst_at = float("-inf")
         self._idle: collections.deque[tuple[Any, Any]] = collections.deque()
         self._permits: collections.deque[None] = collections.deque([None] * settings.limit)
         self._freed = threading.Condition()
@@ -97,7 +107,7 @@ class Connections:
         try:
             return self._idle.pop()
         except IndexError:
-            pass
+            self._burst_at = time.monotonic()  # more are wanted at once than are idle: keep what opens now
         try:
             return self._connect()
         except BaseException:
@@ -105,12 +115,20 @@ class Connections:
             raise
 
     def release(self, connection: Any, cursor: Any) -> None:
-        """Return a connection whose transaction ended cleanly."""
-        if len(self._idle) < self._keep:
+        """Return a connection whose transaction ended cleanly: kept idle while fewer than ``pool_size`` are,
+        or while the overflow is still wanted (:meth:`_overflow_wanted`); closed otherwise."""
+        if len(self._idle) < self._keep or self._overflow_wanted():
             self._idle.append((connection, cursor))
         else:
             _close(connection)
         self._give_back()
+
+    def _overflow_wanted(self) -> bool:
+        """Whether a connection beyond ``pool_size`` idle ones is kept: within ``overflow_idle_seconds`` of the
+        last time a transaction had to open one (while the surplus serves every transaction, none opens, and
+        after the window the surplus is closed one return at a time, down to ``pool_size``)."""
+        keep_for = self.settings.overflow_idle_seconds
+        return keep_for > 0 and time.monotonic() - self._burst_at < keep_for
 
     def discard(self, connection: Any) -> None:
         """Close a connection that must not be reused (its transaction could not be ended, or it is dead)."""
