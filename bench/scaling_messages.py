@@ -13,13 +13,15 @@ stored, the offline model, the reply and its usage stored.
 Each chat is one ``wrk`` thread with one connection (``-tC -cC``), so a chat sends its next message when the
 reply to its last one arrived (a closed loop), each a conversation of :data:`TURNS` messages, then a new one
 (sessions stay short, every round measures the same work).  The baseline is the bare FastAPI app of
-:mod:`bench.api_mix` (its ``send`` route: the same statements on the same driver, one transaction) under
+:mod:`bench.api_mix` (its ``send`` route: our runtime's statements for a message, captured from it, on the
+same driver, in the runtime's two transactions) under
 ``uvicorn --workers N``.  For each process count both servers run; for each chat count the rounds alternate
 between them (the order swapped every round) and each figure is the median round: rate, wrk's p50 and p99.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -31,12 +33,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from agentfy.store.db import Database
 from agentfy.store.migrate import upgrade
-from bench.api_mix import BARE_APP, Seeded, search_sql, seed
+from agentfy.store.repos.api_keys import hash_api_key
+from bench.api_mix import BARE_APP, Seeded, search_sql, seed, send_statements
 from bench.changefeed import serve, stop
 from bench.gateway import free_port
 from bench.harness import alternate_rounds
@@ -146,13 +150,16 @@ def check(base: str, seeded: Seeded) -> None:
         raise RuntimeError(f"{base}: the message answered {response.status_code} {response.text[:300]}")
 
 
-def serve_bare(work: Path, conninfo: str, seeded: Seeded, processes: int) -> tuple[subprocess.Popen[bytes], str]:
-    """The bare app under ``uvicorn --workers N`` on a free port, ready (stop it with :func:`stop`)."""
+def serve_bare(work: Path, conninfo: str, seeded: Seeded, statements: dict[str, tuple[str, dict[str, Any]]],
+               processes: int) -> tuple[subprocess.Popen[bytes], str]:
+    """The bare app under ``uvicorn --workers N`` on a free port, ready (stop it with :func:`stop`), running
+    ``statements`` (:func:`bench.api_mix.send_statements`) for a message."""
     port = free_port()
     command = [sys.executable, "-m", "uvicorn", "bare_mix:app", "--host", "127.0.0.1", "--port", str(port),
                "--workers", str(processes), "--log-level", "warning", "--no-access-log"]
     env = {**os.environ, "PYTHONPATH": str(work), "BARE_DB": conninfo, "BARE_SEARCH_SQL": search_sql("postgresql"),
-           "BARE_TOKEN": seeded.token,
+           "BARE_TOKEN": seeded.token, "BARE_SEND_SQL": json.dumps(statements),
+           "BARE_KEY_HASH": hash_api_key(seeded.token),
            "BARE_TENANT": seeded.tenant_id, "BARE_USER": seeded.user_id,
            "BARE_THREADS": str(min(40, BARE_CONNECTIONS // processes))}
     log = work / f"bare-{port}.log"
@@ -194,13 +201,14 @@ def measure(*, processes: tuple[int, ...] = PROCESSES, chats: tuple[int, ...] = 
         db = Database(url)
         upgrade(db)
         seeded = seed(db)
+        statements = send_statements(db, seeded)  # our app in this process, before any server starts
         conninfo = db.conninfo
         db.dispose()
         for count in processes:
             ours_process, ours_base = serve(url, count, {"AGENTFY_WORKSPACE_ROOT": str(work / "workspaces")},
                                             ready_seconds=READY_SECONDS, log=work / f"serve-{count}.log")
             try:
-                bare_process, bare_base = serve_bare(work, conninfo, seeded, count)
+                bare_process, bare_base = serve_bare(work, conninfo, seeded, statements, count)
                 try:
                     for base in (ours_base, bare_base):
                         check(base, seeded)
