@@ -10,9 +10,8 @@ driver connections is enough.  What it keeps of a real pool:
   ``overflow_idle_seconds`` pass without a burst, each surplus one is closed as it is returned.  Closing the
   overflow at once (SQLAlchemy's way) made a gateway whose concurrent transactions hover around ``size`` open
   and close a PostgreSQL connection — a server process forked, an authentication — for about one request in
-  ten.  A transaction that finds none free waits up to
-  ``timeout`` seconds and then fails with :class:`~agentfy.store.errors.UnavailableError` (the API's 503),
-  never hangs.
+  ten.  A transaction that finds none free waits up to ``timeout`` seconds and then fails with
+  :class:`~agentfy.store.errors.UnavailableError` (the API's 503), never hangs.
 * **Dead connections are replaced, not served.**  PostgreSQL connections run in autocommit mode and every
   transaction starts with an explicit ``BEGIN`` — the round trip psycopg would make anyway — so a
   connection the server terminated (``pg_terminate_backend``, a restart, a failover) fails *there*, before
@@ -43,7 +42,8 @@ from agentfy.store.errors import UnavailableError
 
 class PoolSettings(BaseModel):
     """How many connections one process may hold, and how long a transaction waits for one: the ``db``
-    section of the settings (``AGENTFY_DB_POOL_SIZE``, ``AGENTFY_DB_MAX_OVERFLOW``, ``AGENTFY_DB_POOL_TIMEOUT``).
+    section of the settings (``AGENTFY_DB_POOL_SIZE``, ``AGENTFY_DB_MAX_OVERFLOW``, ``AGENTFY_DB_POOL_TIMEOUT``,
+    ``AGENTFY_DB_OVERFLOW_IDLE_SECONDS``).
 
     ``pool_size`` idle connections are kept, ``max_overflow`` more are opened under load (kept for reuse until
     ``overflow_idle_seconds`` pass without a burst that needs them; 0 closes them when returned), and a
