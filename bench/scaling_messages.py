@@ -21,7 +21,6 @@ between them (the order swapped every round) and each figure is the median round
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -39,8 +38,7 @@ import httpx
 
 from agentfy.store.db import Database
 from agentfy.store.migrate import upgrade
-from agentfy.store.repos.api_keys import hash_api_key
-from bench.api_mix import BARE_APP, Seeded, search_sql, seed, send_statements
+from bench.api_mix import BARE_APP, Seeded, bare_env, seed, send_statements
 from bench.changefeed import serve, stop
 from bench.gateway import free_port
 from bench.harness import alternate_rounds
@@ -157,10 +155,7 @@ def serve_bare(work: Path, conninfo: str, seeded: Seeded, statements: dict[str, 
     port = free_port()
     command = [sys.executable, "-m", "uvicorn", "bare_mix:app", "--host", "127.0.0.1", "--port", str(port),
                "--workers", str(processes), "--log-level", "warning", "--no-access-log"]
-    env = {**os.environ, "PYTHONPATH": str(work), "BARE_DB": conninfo, "BARE_SEARCH_SQL": search_sql("postgresql"),
-           "BARE_TOKEN": seeded.token, "BARE_SEND_SQL": json.dumps(statements),
-           "BARE_KEY_HASH": hash_api_key(seeded.token),
-           "BARE_TENANT": seeded.tenant_id, "BARE_USER": seeded.user_id,
+    env = {**os.environ, "PYTHONPATH": str(work), "BARE_DB": conninfo, **bare_env("postgresql", seeded, statements),
            "BARE_THREADS": str(min(40, BARE_CONNECTIONS // processes))}
     log = work / f"bare-{port}.log"
     with log.open("wb") as output:
