@@ -48,8 +48,11 @@ from agentfy.store.errors import (
 from agentfy.store.pool import Connections, PoolSettings
 from agentfy.store.schema import metadata
 from agentfy.store.urls import sqlite_file
+from agentfy.store.write_gate import GateTimeout, WriteGate
 
 SQLITE_BUSY_TIMEOUT_MS: Final = 5000
+#: SQLite's write transaction: it takes the file's write lock at once (see :class:`Database`).
+_BEGIN_IMMEDIATE: Final = "BEGIN IMMEDIATE"
 
 Params: TypeAlias = Mapping[str, Any] | tuple[Any, ...]
 Row: TypeAlias = tuple[Any, ...]
@@ -265,7 +268,9 @@ class Database:
         self._sqlite = self.dialect == "sqlite"
         #: A write on SQLite takes the write lock at BEGIN, so two writers queue on the busy timeout instead of
         #: deadlocking on a lock upgrade.
-        self._begin_write = "BEGIN IMMEDIATE" if self._sqlite else "BEGIN"
+        self._begin_write = _BEGIN_IMMEDIATE if self._sqlite else "BEGIN"
+        #: ... and this process's writers take that lock in turn (:mod:`agentfy.store.write_gate`).
+        self._write_gate = WriteGate()
         #: Set when tracing is on (:mod:`agentfy.tracing`): every statement then runs in a span.
         self.tracer: Tracer | None = None
         self.random = random
@@ -390,6 +395,20 @@ class Tx:
     def __enter__(self) -> Tx:
         """Begin on a live connection.  A pooled connection the server killed fails at its ``BEGIN``: it is
         discarded with every idle one (killed together, most likely) and a new one is tried."""
+        if self._begin is _BEGIN_IMMEDIATE:  # a SQLite write: this process's writers queue here, in turn
+            try:
+                self.db._write_gate.acquire(SQLITE_BUSY_TIMEOUT_MS / 1000)
+            except GateTimeout:
+                raise UnavailableError("the database could not begin a transaction (it is locked by another "
+                                       "writer)") from None
+            try:
+                return self._enter()
+            except BaseException:
+                self.db._write_gate.release()
+                raise
+        return self._enter()
+
+    def _enter(self) -> Tx:
         # Connections.acquire(), inlined for its common case (a permit and an idle connection): a Python
         # frame less on every transaction.
         pool = self.db._connections
@@ -456,6 +475,17 @@ class Tx:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
+        if self._begin is not _BEGIN_IMMEDIATE:
+            self._exit(exc_type)
+            return
+        try:
+            self._exit(exc_type)
+        finally:  # before the after-commit callbacks, which may write themselves
+            self.db._write_gate.release()
+        self._run_after_commit(exc_type)
+
+    def _exit(self, exc_type: type[BaseException] | None) -> None:
+        """End the transaction (commit, or roll back when the block raised) and return its connection."""
         if exc_type is not None:
             self._end_unclean()
             return  # the block's exception propagates
@@ -481,7 +511,11 @@ class Tx:
                 pool.notify_waiter()
         else:
             pool.release(*self._pair)
-        if self._after_commit:
+        if self._begin is not _BEGIN_IMMEDIATE:
+            self._run_after_commit(exc_type)
+
+    def _run_after_commit(self, exc_type: type[BaseException] | None) -> None:
+        if self._after_commit and exc_type is None:
             for callback in self._after_commit:
                 callback()
 
