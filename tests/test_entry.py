@@ -5,9 +5,11 @@ The bare install itself (no extras at all) is exercised end to end in ``tests/te
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +63,16 @@ def test_starting_the_gateway_imports_neither_the_anthropic_nor_the_mcp_sdk() ->
              "print(sorted(m for m in ('anthropic', 'mcp', 'mcp_types') if m in sys.modules))")
     imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert imported.strip() == "[]"
+
+
+def test_a_started_gateway_keeps_its_startup_heap_out_of_full_garbage_collections(tmp_path: Path) -> None:
+    """What a server process builds before it serves lives as long as the process: frozen out of the cyclic
+    collector's passes, a full collection no longer visits it (it took ~100 ms and set every route's p99)."""
+    probe = ("import gc; from agentfy.gateway.server import app_from_env; app_from_env(); "
+             "print(gc.get_freeze_count(), len(gc.get_objects()))")
+    env = {"AGENTFY_DATABASE_URL": f"sqlite:///{tmp_path / 'agentfy.db'}", "AGENTFY_SIGNING_KEY": "a" * 44,
+           "AGENTFY_WORKSPACE_ROOT": str(tmp_path / "workspaces"), "PATH": os.environ.get("PATH", "")}
+    shown = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True, text=True, env=env)
+    assert shown.returncode == 0, shown.stderr
+    frozen, still_collected = map(int, shown.stdout.split())
+    assert frozen > 10 * still_collected  # nearly everything the start built is frozen
