@@ -134,6 +134,9 @@ def test_estimated_usage_counts_schemas_and_typed_arguments() -> None:
     estimate = estimate_usage(request, response)
     assert estimate.prompt_tokens > len(json.dumps(SEARCH_MEMORY.spec.parameters)) // 4
     assert estimate.completion_tokens == (len("search_memory") + len('{"query": "x", "limit": 3}') + 3) // 4
+    spec = SEARCH_MEMORY.spec  # the tool's size is counted once, when it is defined, and is what it says
+    assert spec.prompt_chars == len(spec.name) + len(spec.description) + len(
+        json.dumps(spec.parameters, ensure_ascii=False))
 
 
 # -- the OpenAI-compatible provider against a local fake server -----------------------------------------------

@@ -50,11 +50,20 @@ class ToolSpec:
     """A tool as the model is told about it.  ``parameters`` is a JSON schema of an object, sent to the model
     as is: ``{"type": "object", "properties": {name: {"type": "string" | "integer" | "boolean" | "array" …,
     "description": …}}, "required": [...], "additionalProperties": False}`` (see
-    :func:`agentfy.runtime.tools.parameters`)."""
+    :func:`agentfy.runtime.tools.parameters`).
+
+    ``prompt_chars`` is what the tool adds to a prompt's size (its name, its description, its schema as JSON
+    text), counted once here: a tool is defined once and offered on every call, and serialising its schema for
+    each estimate cost more than the rest of the offline model's answer."""
 
     name: str
     description: str
     parameters: Mapping[str, Any]
+    prompt_chars: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prompt_chars", len(self.name) + len(self.description)
+                           + _json_length(self.parameters))
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +170,7 @@ def estimate_usage(request: ModelRequest, response: ModelResponse) -> Usage:
     tokenizer (the offline model): the prompt is the system prompt, the history and the tools (names,
     descriptions and schemas as JSON text); the completion is the text and the tool calls (their arguments as
     JSON text).  It caches nothing, so ``cached_tokens`` is ``None``."""
-    tools = sum(len(t.name) + len(t.description) + _json_length(t.parameters) for t in request.tools)
+    tools = sum(t.prompt_chars for t in request.tools)
     calls = sum(len(c.name) + _json_length(c.arguments) for c in response.tool_calls)
     return Usage(prompt_tokens=estimate_tokens(request.system_prompt, request.messages) + tools // CHARS_PER_TOKEN,
                  completion_tokens=(len(response.text or "") + calls + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN)
