@@ -395,48 +395,50 @@ class Tx:
     def __enter__(self) -> Tx:
         """Begin on a live connection.  A pooled connection the server killed fails at its ``BEGIN``: it is
         discarded with every idle one (killed together, most likely) and a new one is tried."""
-        if self._begin is _BEGIN_IMMEDIATE:  # a SQLite write: this process's writers queue here, in turn
-            try:
-                self.db._write_gate.acquire(SQLITE_BUSY_TIMEOUT_MS / 1000)
-            except GateTimeout:
-                raise UnavailableError("the database could not begin a transaction (it is locked by another "
-                                       "writer)") from None
-            try:
-                return self._enter()
-            except BaseException:
-                self.db._write_gate.release()
-                raise
-        return self._enter()
-
-    def _enter(self) -> Tx:
-        # Connections.acquire(), inlined for its common case (a permit and an idle connection): a Python
-        # frame less on every transaction.
-        pool = self.db._connections
+        gated = self._begin is _BEGIN_IMMEDIATE
+        if gated:  # a SQLite write: this process's writers queue here, in turn
+            self._queue_for_the_write_lock()
+        # Everything below is inline, not a method (this is the path of every transaction: a Python frame costs
+        # a few per cent of a one-statement read), and a try block costs nothing until something raises.
         try:
-            pool._permits.pop()
-        except IndexError:
-            pair = self._acquire()
-        else:
+            # Connections.acquire(), inlined for its common case (a permit and an idle connection).
+            pool = self.db._connections
             try:
-                pair = pool._idle.pop()
+                pool._permits.pop()
             except IndexError:
-                pair = self._acquire(permitted=True)
-        try:
-            # PostgreSQL connections are in autocommit mode (see agentfy.store.pool): BEGIN is explicit.
-            pair[1].execute(self._begin)
-        except Exception as error:
-            self._begin_again(pair[0], error)
-        else:
-            self._pair, self._cursor = pair, pair[1]
-        self._open = True
-        first = _FIRST_CHECK.get()
-        if first is not None and not first.passed and first.db is self.db:
+                pair = self._acquire()
+            else:
+                try:
+                    pair = pool._idle.pop()
+                except IndexError:
+                    pair = self._acquire(permitted=True)
             try:
-                first.run(self)
-            except BaseException:
-                self._end_unclean()  # __exit__ is not called when __enter__ raises
-                raise
+                # PostgreSQL connections are in autocommit mode (see agentfy.store.pool): BEGIN is explicit.
+                pair[1].execute(self._begin)
+            except Exception as error:
+                self._begin_again(pair[0], error)
+            else:
+                self._pair, self._cursor = pair, pair[1]
+            self._open = True
+            first = _FIRST_CHECK.get()
+            if first is not None and not first.passed and first.db is self.db:
+                try:
+                    first.run(self)
+                except BaseException:
+                    self._end_unclean()  # __exit__ is not called when __enter__ raises
+                    raise
+        except BaseException:
+            if gated:
+                self.db._write_gate.release()
+            raise
         return self
+
+    def _queue_for_the_write_lock(self) -> None:
+        try:
+            self.db._write_gate.acquire(SQLITE_BUSY_TIMEOUT_MS / 1000)
+        except GateTimeout:
+            raise UnavailableError("the database could not begin a transaction (it is locked by another writer)",
+                                   ) from None
 
     def _acquire(self, *, permitted: bool = False) -> tuple[Any, Any]:
         """A connection from the pool (``permitted``: its permit is already taken), or UnavailableError."""
@@ -475,47 +477,36 @@ class Tx:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        if self._begin is not _BEGIN_IMMEDIATE:
-            self._exit(exc_type)
-            return
         try:
-            self._exit(exc_type)
-        finally:  # before the after-commit callbacks, which may write themselves
-            self.db._write_gate.release()
-        self._run_after_commit(exc_type)
-
-    def _exit(self, exc_type: type[BaseException] | None) -> None:
-        """End the transaction (commit, or roll back when the block raised) and return its connection."""
-        if exc_type is not None:
-            self._end_unclean()
-            return  # the block's exception propagates
-        if self._open and not self._changes and not self._failed:  # commit(), inlined for the common case
-            self._open = False
-            try:
-                self._cursor.execute("COMMIT")
-            except Exception as error:
-                self._broken = True
+            if exc_type is not None:
                 self._end_unclean()
-                raise self._commit_error(error) from error
-        else:
-            try:
-                self.commit()
-            except BaseException:
-                self._end_unclean()
-                raise
-        pool = self.db._connections  # Connections.release(), inlined: the end of every transaction
-        if len(pool._idle) < pool._keep:
-            pool._idle.append(self._pair)
-            pool._permits.append(None)
-            if pool._waiting:
-                pool.notify_waiter()
-        else:
-            pool.release(*self._pair)
-        if self._begin is not _BEGIN_IMMEDIATE:
-            self._run_after_commit(exc_type)
-
-    def _run_after_commit(self, exc_type: type[BaseException] | None) -> None:
-        if self._after_commit and exc_type is None:
+                return  # the block's exception propagates
+            if self._open and not self._changes and not self._failed:  # commit(), inlined for the common case
+                self._open = False
+                try:
+                    self._cursor.execute("COMMIT")
+                except Exception as error:
+                    self._broken = True
+                    self._end_unclean()
+                    raise self._commit_error(error) from error
+            else:
+                try:
+                    self.commit()
+                except BaseException:
+                    self._end_unclean()
+                    raise
+            pool = self.db._connections  # Connections.release(), inlined: the end of every transaction
+            if len(pool._idle) < pool._keep:
+                pool._idle.append(self._pair)
+                pool._permits.append(None)
+                if pool._waiting:
+                    pool.notify_waiter()
+            else:
+                pool.release(*self._pair)
+        finally:  # the next writer goes in before the after-commit callbacks, which may write themselves
+            if self._begin is _BEGIN_IMMEDIATE:
+                self.db._write_gate.release()
+        if self._after_commit:
             for callback in self._after_commit:
                 callback()
 
