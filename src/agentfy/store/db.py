@@ -37,6 +37,7 @@ from agentfy.ids import RandomSource, format_id, with_id_retry
 from agentfy.ids.retry import DEFAULT_ATTEMPTS, IdCollisionError, IdRetryExhaustedError
 from agentfy.store.changefeed import Change, ChangeFeed
 from agentfy.store.changefeed.changes import CHANNEL, NOTIFY_SQL
+from agentfy.store.checkpoints import CHECKPOINTER, checkpoint_in_background
 from agentfy.store.errors import (
     DanglingReferenceError,
     InvalidInputError,
@@ -156,8 +157,16 @@ def _sqlite_on_connect(dbapi_connection: sqlite3.Connection, _record: object) ->
     cursor.close()
 
 
-def create_engine(url: str) -> sa.Engine:
-    """A SQLAlchemy engine with the pragmas and options this store relies on."""
+def _sqlite_on_connect_checkpointed_elsewhere(dbapi_connection: sqlite3.Connection, record: object) -> None:
+    """The store's own connections: no checkpoint inside a commit (:mod:`agentfy.store.checkpoints`)."""
+    _sqlite_on_connect(dbapi_connection, record)
+    dbapi_connection.execute("PRAGMA wal_autocheckpoint = 0")
+
+
+def create_engine(url: str, *, background_checkpoints: bool = False) -> sa.Engine:
+    """A SQLAlchemy engine with the pragmas and options this store relies on.  ``background_checkpoints``: a
+    SQLite file's connections leave WAL checkpoints to the caller's background checkpointing (the store's
+    :class:`Database`); an engine of its own (a migration run) checkpoints as SQLite does by default."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         file = sqlite_file(parsed)
@@ -169,7 +178,8 @@ def create_engine(url: str) -> sa.Engine:
             connect_args={"check_same_thread": False, "isolation_level": None},
             **({"poolclass": StaticPool} if in_memory else {}),
         )
-        sa.event.listen(engine, "connect", _sqlite_on_connect)
+        sa.event.listen(engine, "connect", _sqlite_on_connect_checkpointed_elsewhere
+                        if background_checkpoints and not in_memory else _sqlite_on_connect)
         if not in_memory:
             with engine.connect() as connection:  # WAL is a property of the file: set it once
                 connection.exec_driver_sql("PRAGMA journal_mode = WAL")
@@ -263,9 +273,12 @@ class Database:
     def __init__(self, url: str, *, random: RandomSource | None = None,
                  pool: PoolSettings | None = None) -> None:
         self.url = url
-        self.engine = create_engine(self.url)
+        self.engine = create_engine(self.url, background_checkpoints=True)
         self.dialect: str = self.engine.dialect.name
         self._sqlite = self.dialect == "sqlite"
+        file = sqlite_file(self.engine.url)
+        #: A SQLite file's WAL is checkpointed by a thread of the process, never inside a request's commit.
+        self._checkpoints = checkpoint_in_background(file) if file is not None else None
         #: A write on SQLite takes the write lock at BEGIN, so two writers queue on the busy timeout instead of
         #: deadlocking on a lock upgrade.
         self._begin_write = _BEGIN_IMMEDIATE if self._sqlite else "BEGIN"
@@ -362,6 +375,9 @@ class Database:
 
     def dispose(self) -> None:
         """Close every pooled connection (tests, shutdown)."""
+        if self._checkpoints is not None:
+            self._checkpoints.close()
+            CHECKPOINTER.discard(self._checkpoints)
         self._connections.close_all()
         self.engine.dispose()
 
