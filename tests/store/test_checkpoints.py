@@ -95,3 +95,18 @@ def test_a_forked_child_checkpoints_on_a_connection_of_its_own(sqlite_db: Databa
     assert os.waitstatus_to_exitcode(status) == 0
     assert _file(sqlite_db).stat().st_size > before + 1000 * 3000  # the child's checkpoint reached the file
     assert sqlite_db._checkpoints._connection is parents  # and the parent's connection is still its own
+
+
+def test_a_removed_file_is_neither_made_again_nor_retried(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'gone.db'}")
+    try:
+        assert db._checkpoints is not None
+        CHECKPOINTER.discard(db._checkpoints)
+        db._connections.close_all()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{tmp_path / 'gone.db'}{suffix}").unlink(missing_ok=True)
+        db._checkpoints.checkpoint()
+        assert not (tmp_path / "gone.db").exists()
+        assert db._checkpoints._closed
+    finally:
+        db.dispose()

@@ -52,12 +52,17 @@ class FileCheckpoints:
                 self._connection, self._pid = None, os.getpid()
             try:
                 if self._connection is None:
-                    self._connection = sqlite3.connect(self._file, isolation_level=None, check_same_thread=False)
+                    # Read-write, never create: a file removed under a database still open is not made again.
+                    self._connection = sqlite3.connect(f"{self._file.resolve().as_uri()}?mode=rw", uri=True,
+                                                       isolation_level=None, check_same_thread=False)
                     self._connection.execute("PRAGMA busy_timeout = 0")  # never wait: the next pass will do
                 self._connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             except sqlite3.Error as error:
-                logger.warning("store.checkpoint_failed", extra={"error": type(error).__name__})
                 self._drop()
+                if not self._file.exists():  # removed (a test's scratch file): nothing left to checkpoint
+                    self._closed = True
+                    return
+                logger.warning("store.checkpoint_failed", extra={"error": type(error).__name__})
 
     def close(self) -> None:
         """No more checkpoints; the connection is closed (the database is being disposed of)."""
