@@ -162,3 +162,11 @@ def test_a_forked_child_starts_with_the_gate_free() -> None:
     _, status = os.waitpid(child, 0)
     gate.release()
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_two_handles_on_one_file_share_the_gate(sqlite_db: Database) -> None:
+    other = Database(sqlite_db.url)
+    try:
+        assert other._write_gate is sqlite_db._write_gate
+    finally:
+        other.dispose()

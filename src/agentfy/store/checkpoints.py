@@ -66,6 +66,7 @@ class FileCheckpoints:
 
     def close(self) -> None:
         """No more checkpoints; the connection is closed (the database is being disposed of)."""
+        CHECKPOINTER.discard(self)
         with self._lock:
             self._closed = True
             self._drop()

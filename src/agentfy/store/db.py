@@ -37,7 +37,7 @@ from agentfy.ids import RandomSource, format_id, with_id_retry
 from agentfy.ids.retry import DEFAULT_ATTEMPTS, IdCollisionError, IdRetryExhaustedError
 from agentfy.store.changefeed import Change, ChangeFeed
 from agentfy.store.changefeed.changes import CHANNEL, NOTIFY_SQL
-from agentfy.store.checkpoints import CHECKPOINTER, checkpoint_in_background
+from agentfy.store.checkpoints import checkpoint_in_background
 from agentfy.store.errors import (
     DanglingReferenceError,
     InvalidInputError,
@@ -49,7 +49,7 @@ from agentfy.store.errors import (
 from agentfy.store.pool import Connections, PoolSettings
 from agentfy.store.schema import metadata
 from agentfy.store.urls import sqlite_file
-from agentfy.store.write_gate import GateTimeout, WriteGate
+from agentfy.store.write_gate import GateTimeout, WriteGate, gate_for
 
 SQLITE_BUSY_TIMEOUT_MS: Final = 5000
 #: SQLite's write transaction: it takes the file's write lock at once (see :class:`Database`).
@@ -282,8 +282,8 @@ class Database:
         #: A write on SQLite takes the write lock at BEGIN, so two writers queue on the busy timeout instead of
         #: deadlocking on a lock upgrade.
         self._begin_write = _BEGIN_IMMEDIATE if self._sqlite else "BEGIN"
-        #: ... and this process's writers take that lock in turn (:mod:`agentfy.store.write_gate`).
-        self._write_gate = WriteGate()
+        #: ... and this process's writers of the file take that lock in turn (:mod:`agentfy.store.write_gate`).
+        self._write_gate = gate_for(file) if file is not None else WriteGate()
         #: Set when tracing is on (:mod:`agentfy.tracing`): every statement then runs in a span.
         self.tracer: Tracer | None = None
         self.random = random
@@ -377,7 +377,6 @@ class Database:
         """Close every pooled connection (tests, shutdown)."""
         if self._checkpoints is not None:
             self._checkpoints.close()
-            CHECKPOINTER.discard(self._checkpoints)
         self._connections.close_all()
         self.engine.dispose()
 

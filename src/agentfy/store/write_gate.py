@@ -15,7 +15,8 @@ Writers of other processes (a worker, a CLI command) still meet SQLite's busy ha
 The gate is not re-entrant: a thread that holds a write transaction and begins another on the same database
 would wait for itself (on SQLite it could never get the second lock either).  It waits as long as SQLite's
 busy timeout, then gives up as SQLite would have (:class:`GateTimeout`), so such a bug is an error, not a hang.
-A forked child starts with the gate free: the writers queued in the parent are the parent's threads.
+A forked child starts with the gate free: the writers queued in the parent are the parent's threads.  There is
+one gate per database file in a process (:func:`gate_for`), however many handles on it the process opens.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import collections
 import os
 import threading
 import weakref
+from pathlib import Path
 
 
 class GateTimeout(Exception):
@@ -76,3 +78,18 @@ def _free_in_child(gate: weakref.ref[WriteGate]) -> None:
         alive._lock = threading.Lock()
         alive._held = False
         alive._waiting = collections.deque()
+
+
+_gates: dict[Path, WriteGate] = {}
+_gates_lock = threading.Lock()
+
+
+def gate_for(file: Path) -> WriteGate:
+    """The process's gate for the SQLite database ``file`` (kept for the life of the process: a gate is a few
+    bytes, and two handles on one file must never hold two gates)."""
+    key = file.resolve()
+    with _gates_lock:
+        gate = _gates.get(key)
+        if gate is None:
+            gate = _gates[key] = WriteGate()
+        return gate
