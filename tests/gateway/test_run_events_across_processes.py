@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agentfy.gateway.rpc import watches
 from agentfy.store.db import Database
 from tests.gateway.processes import serving
 from tests.gateway.test_observability import _sample
@@ -48,10 +49,13 @@ def test_a_run_served_by_one_process_reaches_the_websocket_clients_of_another(pg
     logs: list[EventLog] = []
     try:
         with serving(url, 2, tmp_path, env={"AGENTFY_WORKSPACE_ROOT": str(tmp_path / "workspaces")}) as (a, b):
+            listening_since = time.monotonic()  # both processes' listeners are connected once they serve
             db = Database(url)
             try:
                 acme = make_tenant(db, "acme", agent_key="bot")
                 globex = make_tenant(db, "globex", agent_key="bot")
+                initech = make_tenant(db, "initech", agent_key="bot")
+                unwatched = Person(db, initech.scope, "member")
                 ann, bob = Person(db, acme.scope, "member"), Person(db, acme.scope, "member")
                 stranger = Person(db, globex.scope, "owner")
             finally:
@@ -82,6 +86,23 @@ def test_a_run_served_by_one_process_reaches_the_websocket_clients_of_another(pg
             assert _sample(served, "agentfy_run_event_broadcasts_total", outcome="sent") >= len(ann_on_a.events)
             assert _sample(heard, "agentfy_run_event_broadcasts_total", outcome="received") >= len(ann_on_a.events)
             assert _sample(heard, "agentfy_run_event_broadcasts_total", outcome="dropped") == 0
+
+            # Once the serving process has had time to hear every watcher, a run of a tenant nobody elsewhere
+            # subscribes to is not broadcast, and one of a watched tenant still is.
+            time.sleep(max(0.0, listening_since + watches.BLIND_SECONDS + 0.5 - time.monotonic()))
+            before = _sample(httpx.get(f"{b.base}/metrics").text, "agentfy_run_event_broadcasts_total",
+                             outcome="sent")
+            alone = httpx.post(f"{b.base}/v1/agents/bot/messages", json={"text": "anyone there?"},
+                               headers=unwatched.headers, timeout=30)
+            assert alone.status_code == 200, alone.text
+            served = httpx.get(f"{b.base}/metrics").text
+            assert _sample(served, "agentfy_run_event_broadcasts_total", outcome="sent") == before
+            assert _sample(served, "agentfy_run_event_broadcasts_total", outcome="unwatched") >= len(RUN)
+            ann_on_a.events.clear()
+            again = httpx.post(f"{b.base}/v1/agents/bot/messages", json={"text": "still there?"},
+                               headers=ann.headers, timeout=30)
+            assert again.status_code == 200, again.text
+            assert names(wait_finished(ann_on_a)) == RUN
     finally:
         for log in logs:
             log.close()

@@ -26,6 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from agentfy.events import admin
+from agentfy.gateway.rpc.broadcast import broadcaster_for
 from agentfy.store.changefeed.changes import Change
 
 if TYPE_CHECKING:
@@ -97,12 +98,15 @@ class _StateCollector(Collector):
 
 
 def _broadcasts(gateway: GatewayState) -> Metric:
-    """Run events between processes: sent by this one, dropped unsent, received from others, unreadable."""
+    """Run events between processes: sent by this one, dropped unsent, not sent because no other process had
+    subscribers of their tenant, received from others, unreadable."""
     feed = gateway.db.changes
     sent = feed.broadcast_stats
+    unwatched = broadcaster_for(gateway.db).watches.unwatched if sent else 0
     broadcasts = CounterMetricFamily("agentfy_run_event_broadcasts", "Run events broadcast to or heard from "
                                      "other processes, by outcome.", labels=["outcome"])
     for outcome, n in (("sent", sent.sent if sent else 0), ("dropped", sent.dropped if sent else 0),
+                       ("unwatched", unwatched),
                        ("received", feed.stats.broadcasts_received),
                        ("undecodable", feed.stats.undecodable_broadcasts)):
         broadcasts.add_metric([outcome], n)

@@ -27,9 +27,10 @@ so exactly those committed before the marker are skipped.  If the listening conn
 pending subscribers become active with everyone else's ``events.resync``.
 
 Run events cross processes too (PostgreSQL): :meth:`Broadcaster.publish` delivers a run event to this
-process's subscribers at once and broadcasts it, in the form of :mod:`.run_relay`, through the change feed
-(:mod:`agentfy.store.changefeed.broadcasts`: not a change — not transactional, no cache flushed); every
-other process's listening connection hears it and its broadcaster delivers it by the same rules
+process's subscribers at once and, when another process has subscribers of the tenant (:mod:`.watches`:
+the subscription markers name their tenant), broadcasts it, in the form of :mod:`.run_relay`, through the
+change feed (:mod:`agentfy.store.changefeed.broadcasts`: not a change — not transactional, no cache flushed);
+every other process's listening connection hears it and its broadcaster delivers it by the same rules
 (:meth:`Broadcaster._deliver`: the tenant's subscribers, a delta only to the conversation's person).  The
 feed hands a process only the broadcasts of *others*, so nobody gets an event twice, and the serving
 process's clients never wait for the database (nor miss their run while the listening connection is down).
@@ -52,6 +53,7 @@ from typing import Final
 
 from agentfy.agents.telemetry import agent_log_fields
 from agentfy.gateway.rpc.run_relay import RunEventFormatError, decode_run_event, encode_run_event
+from agentfy.gateway.rpc.watches import Watches, WatchRefresher
 from agentfy.identity import AgentId, AgentKey
 from agentfy.identity.keys import TenantSlug, parse_tenant_slug
 from agentfy.runtime.events import (
@@ -133,6 +135,9 @@ class Broadcaster:
         self._slugs: dict[str, TenantSlug] = {}
         #: Subscribers waiting for their feed marker: token -> (tenant ID, slug, subscriber).
         self._pending: dict[str, tuple[str, TenantSlug, Subscriber]] = {}
+        #: Which tenants the other processes have subscribers of (their run events are broadcast only then).
+        self.watches = Watches()
+        self._refresher = WatchRefresher(db, self._watched_here, self.watches)
         db.changes.on_committed(self._on_change)  # held weakly by the feed
         db.changes.on_reset(self._on_reset)
         db.changes.on_broadcast(self._on_broadcast)
@@ -151,14 +156,17 @@ class Broadcaster:
                 return
             token = subscriber.marker = secrets.token_hex(16)
             self._pending[token] = (tenant_id, slug, subscriber)
+        self.watches.mine((token,))
         try:
-            with db.transaction() as tx:
-                tx.record_change(Change("feed", "marker", None, token))
+            with db.transaction() as tx:  # the marker names the tenant: the others broadcast its run events
+                tx.record_change(Change("feed", "marker", tenant_id, token))
         except BaseException:
+            self.watches.forget((token,))
             with self._lock:
                 if subscriber.marker == token:
                     self._remove(subscriber)
             raise
+        self._refresher.start()
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
         with self._lock:
@@ -191,6 +199,11 @@ class Broadcaster:
                 self._slugs.pop(subscriber.tenant_id, None)
         subscriber.tenant_id = None
 
+    def _watched_here(self) -> set[str]:
+        """The tenants this process has subscribers of, active or waiting for their starting point."""
+        with self._lock:
+            return set(self._subscribers) | {tenant_id for tenant_id, _slug, _subscriber in self._pending.values()}
+
     def subscriber_count(self, tenant_id: str) -> int:
         with self._lock:
             return len(self._subscribers.get(tenant_id, ()))
@@ -198,10 +211,11 @@ class Broadcaster:
     # -- publishing ------------------------------------------------------------------------------------------
     def publish(self, tenant_id: str, event: AgentEvent) -> int:
         """Deliver a run event to the subscribers of ``tenant_id`` only, here and (PostgreSQL) on every other
-        process; returns how many there were here."""
+        process that has subscribers of the tenant (:mod:`.watches`); returns how many there were here."""
         delivered = self._deliver(tenant_id, event)
         db = self._db()
-        if db is not None and db.changes.broadcasts and event.name in RUN_EVENTS:
+        if (db is not None and db.changes.broadcasts and event.name in RUN_EVENTS
+                and self.watches.wanted(tenant_id)):
             try:
                 bodies = encode_run_event(tenant_id, event)
             except ValueError:  # delivered here; the other processes' clients go without it
@@ -229,7 +243,9 @@ class Broadcaster:
         """The feed's committed changes: agent changes become events for the tenant's subscribers.  Never
         raises into the feed (a bad change is logged and skipped)."""
         if change.kind == "feed":
-            if change.id is not None:  # a marker: another process's, or a pending subscriber's starting point
+            if change.id is not None:  # a marker: a pending subscriber's starting point, or another process's
+                if not self.watches.heard(change.id, change.tenant_id):  # subscribers of its tenant there
+                    return
                 with self._lock:
                     self._activate(change.id)
             return
@@ -260,6 +276,7 @@ class Broadcaster:
         self._deliver(tenant_id, event)
 
     def _on_reset(self, reason: str) -> None:
+        self.watches.reset()
         with self._lock:
             for token in list(self._pending):  # a marker sent while disconnected never comes back
                 self._activate(token)

@@ -16,7 +16,9 @@ kind           operations                             meaning for a cache
 ``epoch``      bumped                                 every signed context is void
 ``settings``   updated                                drop the named platform setting
 ``feed``       marker                                 nothing: a WebSocket subscription's starting point
-                                                      in the feed's order (``id`` is its random token)
+                                                      in the feed's order (``id`` is its random token;
+                                                      the tenant, when set, is the subscriber's: the other
+                                                      processes broadcast that tenant's run events)
 =============  =====================================  ==============================================
 
 The wire format is compact JSON with ``"v": 1``; PostgreSQL limits a notification payload to 8000 bytes, so
