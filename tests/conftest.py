@@ -120,3 +120,19 @@ def pg_db(pg_migrated_url: str) -> Iterator[Database]:
     database = Database(pg_migrated_url)
     yield database
     database.dispose()
+
+
+@pytest.fixture
+def pg_processes(pg_db: Database) -> Iterator[tuple[Database, Database]]:
+    """Two handles on one PostgreSQL database, each listening as a gateway process does (two processes'
+    change feeds, broadcasts and markers, in one test process)."""
+    pair = (Database(pg_db.url), Database(pg_db.url))
+    try:
+        for handle in pair:
+            assert handle.changes.start_listening(handle.conninfo)
+            assert handle.changes.wait_listening(10)
+        yield pair
+    finally:
+        for handle in pair:
+            handle.changes.stop_listening()
+            handle.dispose()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -85,22 +85,14 @@ def test_a_marker_without_a_tenant_watches_nothing() -> None:
 
 # -- two processes on one PostgreSQL database ----------------------------------------------------------------------
 @pytest.fixture
-def processes(pg_db: Database, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Database, Database]]:
-    """Two handles on one database, each listening as a gateway process does, past their blind start, with
-    watches refreshed every 0.2 s and lapsing after 1 s."""
+def processes(pg_processes: tuple[Database, Database],
+              monkeypatch: pytest.MonkeyPatch) -> tuple[Database, Database]:
+    """Two listening handles on one database (two processes), past their blind start, with watches refreshed
+    every 0.2 s and lapsing after 1 s (a broadcaster reads these when it is made, on first use in a test)."""
     monkeypatch.setattr(watches, "BLIND_SECONDS", 0.0)
     monkeypatch.setattr(watches, "REFRESH_SECONDS", 0.2)
     monkeypatch.setattr(watches, "WATCH_SECONDS", 1.0)
-    pair = (Database(pg_db.url), Database(pg_db.url))
-    try:
-        for db in pair:
-            assert db.changes.start_listening(db.conninfo)
-            assert db.changes.wait_listening(10)
-        yield pair
-    finally:
-        for db in pair:
-            db.changes.stop_listening()
-            db.dispose()
+    return pg_processes
 
 
 def started(tenant_id: str) -> tuple[str, AgentEvent]:

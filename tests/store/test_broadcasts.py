@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -72,22 +71,7 @@ def test_on_sqlite_nothing_is_sent_and_a_body_over_the_limit_is_refused(sqlite_d
         broadcasts.check_body("é" * BODY_LIMIT_BYTES)
 
 
-# -- between processes (PostgreSQL) -------------------------------------------------------------------------------
-@pytest.fixture
-def pg_processes(pg_db: Database) -> Iterator[tuple[Database, Database]]:
-    """Two handles on one PostgreSQL database, each listening as a gateway process does."""
-    pair = (Database(pg_db.url), Database(pg_db.url))
-    try:
-        for db in pair:
-            assert db.changes.start_listening(db.conninfo)
-            assert db.changes.wait_listening(10)
-        yield pair
-    finally:
-        for db in pair:
-            db.changes.stop_listening()
-            db.dispose()
-
-
+# -- between processes (PostgreSQL; the pg_processes fixture: two listening handles) ---------------------------
 def test_broadcasts_reach_the_other_process_once_in_order_and_never_the_sender(
         pg_processes: tuple[Database, Database]) -> None:
     sender, other = pg_processes
