@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from agentfy.events import counters
+from agentfy.events import heartbeat as heartbeat_module
+from agentfy.events import worker as worker_module
 from agentfy.events.admin import status_of
 from agentfy.events.event import DomainEvent
 from agentfy.events.handlers import DeterministicEventError, fan_out
@@ -175,6 +177,36 @@ def test_a_handler_slower_than_the_lease_runs_once_thanks_to_renewal(db: Databas
     assert (stage.runs if kind == "staged" else runs) == ["slow"]
     assert status_of(db, event_id) == ("done", 1, None)
     assert audited(db) == ["SLOW"]
+
+
+def test_a_renewal_in_flight_when_the_batch_writes_holds_up_no_writer(
+        db: Database, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The heartbeat's renewal starts just as the batch's write transaction has locked its events: on SQLite
+    the renewal queues for the write lock that transaction holds.  The batch must not wait for it (it did, for
+    the busy timeout, 5 s, and every writer of the process with it), and the late renewal changes nothing."""
+    acme = make_tenant(db, "acme").scope
+    [event_id] = publish_all(db, acme, ["x"])
+    renewing = threading.Event()
+    real_renew, real_acknowledge = heartbeat_module.renew, worker_module.acknowledge
+
+    def renew(*args: Any, **kwargs: Any) -> int:
+        renewing.set()
+        return real_renew(*args, **kwargs)
+
+    def acknowledge(tx: Tx, worker: str, event_ids: Any) -> set[str]:
+        assert renewing.wait(5)  # a renewal has started: on SQLite it now waits for this transaction
+        time.sleep(0.2)
+        return real_acknowledge(tx, worker, event_ids)
+
+    monkeypatch.setattr(heartbeat_module, "renew", renew)
+    monkeypatch.setattr(worker_module, "acknowledge", acknowledge)
+    settings = FAST.model_copy(update={"renew_seconds": 0.05})
+    started = time.monotonic()
+    Worker(db, {"test.happened": fan_out(SlowStage(0.1), record)}, settings=settings).run_once()
+    assert time.monotonic() - started < 2.5  # not the 5 s busy timeout
+    assert status_of(db, event_id) == ("done", 1, None)
+    assert audited(db) == ["X", "x"]
+    assert "eventbus.renew_failed" not in caplog.text
 
 
 def test_a_staged_handler_past_its_timeout_fails_the_attempt_and_writes_nothing(db: Database) -> None:

@@ -51,10 +51,16 @@ class Heartbeat:
                  traceback: TracebackType | None) -> None:
         self.stop()
 
-    def stop(self) -> None:
-        """Stop renewing (idempotent); returns once no renewal is in flight."""
+    def stop(self, *, wait: bool = True) -> None:
+        """Stop renewing (idempotent); with ``wait``, return once no renewal is in flight.
+
+        The worker stops the heartbeat from inside its write transaction *without* waiting (the block's end
+        waits): a renewal in flight may be queued for the very write lock that transaction holds (SQLite: one
+        writer per file), so waiting for it there would hold every writer of the process until the renewal
+        gave up after the busy timeout.  A renewal that runs after the batch's transaction renews nothing:
+        it touches only events the worker still holds unacknowledged."""
         self._stopped.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
+        if wait and self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
 
     def _beat(self) -> None:

@@ -241,7 +241,7 @@ class Worker:
             # them done, and a failure rolls that back with everything else.  With them, lock, then
             # acknowledge what succeeded.
             held = lock_held(tx, self.name, runnable) if savepoints else acknowledge(tx, self.name, runnable)
-            heartbeat.stop()  # the lock protects them from here on
+            heartbeat.stop(wait=False)  # the lock protects them from here on (see Heartbeat.stop)
             handled: list[str] = []
             for item in batch:
                 prepared = staged.get(item.event.id)
