@@ -133,7 +133,6 @@ class WatchRefresher:
         self._watches = watches
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._stopped = threading.Event()
 
     def start(self) -> None:
         """Start the thread unless it runs already (safe to call on every subscription)."""
@@ -142,11 +141,9 @@ class WatchRefresher:
                 self._thread = threading.Thread(target=self._run, name="agentfy-ws-watches", daemon=True)
                 self._thread.start()
 
-    def stop(self) -> None:
-        self._stopped.set()
-
     def _run(self) -> None:
-        while not self._stopped.wait(REFRESH_SECONDS):
+        while True:
+            time.sleep(REFRESH_SECONDS)
             db = self._db()
             if db is None:
                 return
