@@ -62,6 +62,28 @@ _NO_DEFAULTS: Final[dict[str, Any]] = {}
 #: How often a transaction is begun on a fresh connection after a pooled one turned out to be dead.
 _BEGIN_ATTEMPTS: Final = 3
 _LOG_CHANGE: Final = "INSERT INTO change_log (origin, payload, created_at) VALUES (?, ?, ?)"
+#: What makes a PostgreSQL ``SELECT`` more than a plain read, so that a read transaction must begin a real one
+#: for it (see :meth:`Database.transaction`): a row lock, a ``SELECT … INTO``, or a function with an effect (a
+#: notification, a sequence, a setting, an advisory lock, a transaction ID).  A false match costs a ``BEGIN``;
+#: a missed one would run that statement outside a transaction, so the list errs towards matching.
+_NOT_PLAIN: Final = re.compile(
+    r"\bFOR\s+(?:NO\s+KEY\s+|KEY\s+)?(?:UPDATE|SHARE)\b|\bINTO\b|\b(?:pg_notify|nextval|setval|currval|lastval"
+    r"|set_config|pg_(?:try_)?advisory\w*|txid_current\w*|pg_current_xact_id\w*)\s*\(", re.IGNORECASE)
+#: SQL texts found to be plain reads, so each is classified once (bounded: see :func:`_plain_read`).
+_PLAIN_READS: set[str] = set()
+_PLAIN_READS_KEPT: Final = 4096
+
+
+def _plain_read(sql: str) -> bool:
+    """Whether ``sql`` only reads: a ``SELECT`` with no row lock and no function with an effect."""
+    if sql in _PLAIN_READS:
+        return True
+    if not sql.lstrip(" \t\n(").upper().startswith("SELECT") or _NOT_PLAIN.search(sql):
+        return False
+    if len(_PLAIN_READS) >= _PLAIN_READS_KEPT:  # texts built per call (IN lists of many lengths): start over
+        _PLAIN_READS.clear()
+    _PLAIN_READS.add(sql)
+    return True
 
 
 class FirstCheck:
@@ -282,6 +304,8 @@ class Database:
         #: A write on SQLite takes the write lock at BEGIN, so two writers queue on the busy timeout instead of
         #: deadlocking on a lock upgrade.
         self._begin_write = _BEGIN_IMMEDIATE if self._sqlite else "BEGIN"
+        #: A read on PostgreSQL begins no transaction until a statement needs one (see :meth:`transaction`).
+        self._begin_read: str | None = "BEGIN" if self._sqlite else None
         #: ... and this process's writers of the file take that lock in turn (:mod:`agentfy.store.write_gate`).
         self._write_gate = gate_for(file) if file is not None else WriteGate()
         #: Set when tracing is on (:mod:`agentfy.tracing`): every statement then runs in a span.
@@ -364,11 +388,20 @@ class Database:
         cannot be reached, a pool with no free connection, or (SQLite) a write lock not obtained within the
         busy timeout raise :class:`UnavailableError` before the block runs.  ``write=False`` is a read: on
         SQLite it takes no write lock (``BEGIN`` rather than ``BEGIN IMMEDIATE``).
+
+        On PostgreSQL a read begins no transaction: each of its plain reads runs as a statement of its own
+        (autocommit), which saves the ``BEGIN`` and ``COMMIT`` round trips — two of the three a one-statement
+        read costs.  Nothing a reader sees changes: at READ COMMITTED, the isolation the store runs at, every
+        statement of a transaction takes a snapshot of its own anyway, so a read of several statements was
+        never one consistent picture, and a plain read takes no lock to hold.  The first statement that is
+        not a plain read (a row lock, a write, a savepoint, a recorded change; see :data:`_NOT_PLAIN`) begins a
+        real transaction, which the block's end commits as usual; a read whose pooled connection turns out
+        dead runs again on a fresh one, as a ``BEGIN`` would.
         """
         # Tx has no __init__ (it would be a Python frame on every request): this sets what every transaction reads.
         tx = Tx()
         tx.db = self
-        tx._begin = self._begin_write if write else "BEGIN"
+        tx._begin = self._begin_write if write else self._begin_read
         tx._open = tx._failed = False
         tx._changes = tx._after_commit = None
         return tx
@@ -397,7 +430,7 @@ class Tx:
     # connection and its cursor, given back as the same tuple) and _cursor are set when it begins; _broken
     # and _savepoints only when needed (read with a default).
     db: Database
-    _begin: str
+    _begin: str | None  # None: a PostgreSQL read with no transaction begun (yet): see Database.transaction
     _open: bool
     _failed: bool
     _changes: list[Change] | None
@@ -429,7 +462,8 @@ class Tx:
                     pair = self._acquire(permitted=True)
             try:
                 # PostgreSQL connections are in autocommit mode (see agentfy.store.pool): BEGIN is explicit.
-                pair[1].execute(self._begin)
+                if self._begin is not None:
+                    pair[1].execute(self._begin)
             except Exception as error:
                 self._begin_again(pair[0], error)
             else:
@@ -499,7 +533,8 @@ class Tx:
             if self._open and not self._changes and not self._failed:  # commit(), inlined for the common case
                 self._open = False
                 try:
-                    self._cursor.execute("COMMIT")
+                    if self._begin is not None:  # a PostgreSQL read that began no transaction has none to commit
+                        self._cursor.execute("COMMIT")
                 except Exception as error:
                     self._broken = True
                     self._end_unclean()
@@ -543,6 +578,8 @@ class Tx:
         process's when the transaction commits (on PostgreSQL by ``pg_notify`` sent in this transaction, so
         it is delivered exactly when the change commits and never when it rolls back)."""
         change.check()  # refuse an unknown or oversized change now, not at COMMIT
+        if self._begin is None:  # its notification is sent in the transaction, at COMMIT
+            self._begin_now()
         if self._changes is None:
             self._changes = []
         self._changes.append(change)
@@ -560,7 +597,8 @@ class Tx:
         self._open = False
         try:
             if not self._changes:
-                self._cursor.execute("COMMIT")
+                if self._begin is not None:
+                    self._cursor.execute("COMMIT")
                 return
             sent_at = time.time()
             changes = [change._replace(at=sent_at) for change in self._changes]
@@ -593,7 +631,8 @@ class Tx:
 
     def rollback(self) -> bool:
         """End the transaction without its changes; ``False`` if the connection could not (discard it)."""
-        if not self._open:
+        if not self._open or self._begin is None:  # (a read with no transaction begun: nothing to undo)
+            self._open = False
             return not getattr(self, "_broken", False)
         self._open = False
         try:
@@ -605,6 +644,8 @@ class Tx:
     @contextmanager
     def savepoint(self) -> Iterator[None]:
         """A nested unit: rolled back alone when the block raises (the transaction stays usable)."""
+        if self._begin is None:
+            self._begin_now()
         number = self._savepoints = getattr(self, "_savepoints", 0) + 1
         name = f"sp_{number}"
         failed_before, changes_before = self._failed, len(self._changes or ())
@@ -627,13 +668,51 @@ class Tx:
         sql, defaults = self.db._compiled.get(statement) or self.db.compiled(statement)
         if defaults:  # never a Positional statement's tuple: those bind no values of their own
             params = {**defaults, **cast(Mapping[str, Any], params or {})}
+        if self._begin is None and not _plain_read(sql):  # a PostgreSQL read, until a statement needs more
+            self._begin_now()
         if self.db.tracer is not None:
             return self._traced(sql, params or {})
         try:
             return self._cursor.execute(sql, params or {})
         except Exception as error:
+            if self._begin is None:  # a plain read outside a transaction: it may run again on a fresh connection
+                return self._again_outside(lambda cursor: cursor.execute(sql, params or {}), error)
             self._failed = True
             raise self._translate(error) from error
+
+    def _begin_now(self) -> None:
+        """A PostgreSQL read begins its transaction: a statement needs one (see :meth:`Database.transaction`).
+        The statements before it ran on their own, finished; so a dead connection is replaced, as at BEGIN."""
+        try:
+            self._cursor.execute("BEGIN")
+        except Exception as error:
+            self._again_outside(lambda cursor: cursor.execute("BEGIN"), error)
+        self._begin = "BEGIN"
+
+    def _again_outside(self, run: Callable[[Any], Any], error: Exception) -> Any:
+        """``run(cursor)`` again on a fresh connection, after ``error`` from it outside any transaction: a
+        connection the server killed (a restart, an idle timeout) is dropped with every idle one (killed
+        together, most likely) and a new one is tried, a few times; any other error is the caller's, as
+        :meth:`execute` translates it.  Only for what is safe to repeat: a plain read, or ``BEGIN``."""
+        connections = self.db._connections
+        failed = self._failed
+        for attempt in range(1, _BEGIN_ATTEMPTS + 1):
+            if not _is_disconnect(error, self._pair[0]) or attempt == _BEGIN_ATTEMPTS:
+                self._failed = True
+                raise self._translate(error) from error
+            # A fresh connection first, then the dead one dropped; if none can be had, the block's end drops it
+            # (marked broken: a dead connection is never given back to the pool).
+            self._failed = self._broken = True
+            pair = self._acquire()
+            connections.discard(self._pair[0])
+            connections.discard_idle()
+            self._pair, self._cursor = pair, pair[1]
+            self._failed, self._broken = failed, False
+            try:
+                return run(pair[1])
+            except Exception as again:
+                error = again
+        raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
 
     def _traced(self, sql: str, params: Params) -> Any:
         """:meth:`execute` inside a span: the statement's SQL (never its parameter values) and the engine."""
@@ -654,6 +733,8 @@ class Tx:
         sql, defaults = self.db.compiled(statement)
         if defaults:
             rows = [{**defaults, **row} for row in rows]
+        if self._begin is None:
+            self._begin_now()
         try:
             self._cursor.executemany(sql, rows)
         except Exception as error:
@@ -675,15 +756,24 @@ class Tx:
             return self.all(statement, params)
         sql, defaults = self.db._compiled.get(statement) or self.db.compiled(statement)
         values = {**defaults, **cast(Mapping[str, Any], params or {})} if defaults else (params or {})
+        if self._begin is None and not _plain_read(sql):
+            self._begin_now()
         span = nullcontext() if self.db.tracer is None else self.db.tracer.start_as_current_span(
             "db SELECT", kind=SpanKind.CLIENT, attributes={"db.system": self.db.dialect, "db.statement": sql})
-        try:
-            with span, self._cursor.connection.cursor(binary=True) as cursor:
+
+        def rows(on: Any) -> list[Row]:
+            with on.connection.cursor(binary=True) as cursor:
                 cursor.execute(sql, values)
                 return [tuple(r) for r in cursor.fetchall()]
-        except Exception as error:
-            self._failed = True
-            raise self._translate(error) from error
+
+        with span:
+            try:
+                return rows(self._cursor)
+            except Exception as error:
+                if self._begin is None:  # as in execute()
+                    return cast(list[Row], self._again_outside(rows, error))
+                self._failed = True
+                raise self._translate(error) from error
 
     def scalar(self, statement: Statement, params: Params | None = None) -> Any:
         row = self.one(statement, params)
