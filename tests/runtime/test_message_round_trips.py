@@ -69,9 +69,9 @@ def test_a_message_is_two_transactions_of_few_statements(db: Database, tmp_path:
     recorded, reply, acme = _second_message(db, tmp_path, fake)
     assert reply.text == REPLY
     # The turn's opening transaction (the agent, the session read and locked, history, skills, recall's two
-    # lookups, the MCP servers, the user message) and the reply's (its message, the usage row under a savepoint).
+    # lookups, the MCP servers, the user message) and the reply's (its message, the usage row: no savepoint).
     assert recorded.transactions == 2, recorded.summary()
-    assert recorded.round_trips == 17, recorded.summary()
+    assert recorded.round_trips == 15, recorded.summary()
     assert len([sql for sql in recorded.statements if sql.lstrip().upper().startswith("SELECT AGENTS.")]) == 1, (
         "the run's agent is read once in its writing transaction (never trusted from the cache), then not again")
     # What the counts stand for was all done: both messages and the usage row are stored.
@@ -89,7 +89,7 @@ def test_a_new_conversation_opens_its_session_in_the_same_round_trips(db: Databa
     # No session is found; it is opened (one INSERT for the agent record the transaction read) and takes the
     # message without locking it again: one statement more than a resumed conversation.
     assert recorded.transactions == 2, recorded.summary()
-    assert recorded.round_trips == 18, recorded.summary()
+    assert recorded.round_trips == 16, recorded.summary()
     with db.transaction(write=False) as tx:
         stored = sessions.list_messages(tx, acme.scope, reply.session_key)
     assert [(m.role, m.content) for m in stored] == [("user", "And what is the question?"), ("assistant", REPLY)]

@@ -62,9 +62,8 @@ def _session_texts(db: Database, tenant: Tenant) -> list[tuple[str, str]]:
 def test_a_usage_write_failing_in_the_database_keeps_the_reply(db: Database, runtime: Runtime, acme: Tenant,
                                                                monkeypatch: pytest.MonkeyPatch,
                                                                caplog: pytest.LogCaptureFixture) -> None:
-    """The usage row goes in the reply's transaction under a savepoint: a statement that fails there (on
-    PostgreSQL it would abort the whole transaction without one) is rolled back alone, logged, and the reply
-    is committed."""
+    """The usage row goes in the reply's transaction: a statement that fails there (on PostgreSQL it aborts the
+    whole transaction) is logged, and the reply is committed all the same, once, in a transaction of its own."""
     def failing(tx: Tx, row: object) -> None:
         tx.execute("INSERT INTO usage_snapshots (id) VALUES (NULL)")
 

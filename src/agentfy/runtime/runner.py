@@ -15,8 +15,8 @@
 5. near the context window the memory flush compacts first (:mod:`agentfy.runtime.flush`);
 6. the model (:mod:`agentfy.runtime.providers`) answers; requested tools run behind the permission policy
    (:mod:`agentfy.runtime.tools`), at most ``max_tool_rounds`` rounds; each call's tokens are recorded
-   (:mod:`agentfy.runtime.usage`: one ``usage_snapshots`` row per call, written with the run's next write
-   under a savepoint, so a failed usage write never fails the run nor loses what it was written with);
+   (:mod:`agentfy.runtime.usage`: one ``usage_snapshots`` row per call, written with the run's next write;
+   a failed usage write never fails the run nor loses what it was written with, which is written again alone);
    a round that called tools is stored as structures once all its tools ran — the assistant message with its
    ``tool_calls`` and one ``tool`` message per result (``tool_call_id``) — in one transaction, so the session
    never holds a call without its results, and a later failure keeps the whole rounds already stored (they
@@ -330,24 +330,26 @@ class Runtime:
             sessions.append_message(tx, Scope(agent.tenant_id), session_key, role, text, sender_id=sender_id)
 
     def _reply(self, agent: Agent, turn: _Turn, text: str, used: Sequence[UsageRecord] = ()) -> None:
-        """Worker thread: the reply and the usage rows not yet written, in one transaction; the rows under a
-        savepoint (:func:`usage.record_in`), so a failed usage write is logged and the reply still committed."""
-        with self.db.transaction() as tx:
-            sessions.append_message(tx, Scope(agent.tenant_id), turn.session.session_key, "assistant", text)
-            usage.record_in(tx, used)
+        """Worker thread: the reply and the usage rows not yet written, in one transaction
+        (:func:`usage.commit_with`: a failed usage write is logged and the reply still committed)."""
+        scope, session_key = Scope(agent.tenant_id), turn.session.session_key
+        usage.commit_with(self.db, lambda tx: sessions.append_message(tx, scope, session_key, "assistant", text),
+                          used)
 
     def _store_round(self, agent: Agent, session_key: str, called: ChatMessage, results: list[ChatMessage],
                      used: Sequence[UsageRecord] = ()) -> None:
         """Worker thread: one round of tool use — the assistant message with its calls and every result — in
         one transaction (all of it is stored, or none), with the usage rows not yet written (as :meth:`_reply`)."""
         scope = Scope(agent.tenant_id)
-        with self.db.transaction() as tx:
+
+        def write(tx: Tx) -> None:
             sessions.append_message(tx, scope, session_key, "assistant", called.content,
                                     tool_calls=[_stored_call(call) for call in called.tool_calls])
             for result in results:
                 sessions.append_message(tx, scope, session_key, "tool", result.content,
                                         tool_call_id=result.tool_call_id)
-            usage.record_in(tx, used)
+
+        usage.commit_with(self.db, write, used)
 
     # -- ending a conversation --------------------------------------------------------------------------------
     async def end_conversation(self, inbound: Inbound) -> Session | None:

@@ -3,9 +3,12 @@
 A run calls the model once per round of tool calls; each call with reported usage gives one row (tenant, the
 agent's real ID, the model, the provider, the run and its session, prompt/completion/cached tokens,
 :func:`row`).  The runtime writes it with the run's next write — the round's tool messages, or the reply — in
-that transaction (:func:`record_in`), not in one of its own: the model call runs with no transaction open, and
-one commit after it is cheaper than two.  Recording is bookkeeping, never part of the answer: the rows are
-written under a savepoint, so a failed write is rolled back alone, logged, and the reply is still committed.
+that transaction (:func:`commit_with`), not in one of its own: the model call runs with no transaction open,
+and one commit after it is cheaper than two.  Recording is bookkeeping, never part of the answer: when a row
+fails, that transaction is rolled back and the run's write is made again alone, and the failure is logged.
+Not a savepoint around the rows, which would roll them back alone: on PostgreSQL a savepoint and its release
+are two more round trips on every reply, paid for a failure that should never happen; this way only a failure
+pays (one more transaction).
 
 :class:`TokenCounters` are the totals ``/metrics`` exports (``agentfy_model_tokens``), labelled by provider
 and kind only.  Not by tenant or agent: those are unbounded (every organization and agent would be new
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, Literal
 
 from agentfy.runtime.model import Usage
@@ -63,20 +66,32 @@ def row(agent: Agent, *, provider: str, model: str, usage: Usage, run_id: str,
                                  session_key=session_key)
 
 
-def record_in(tx: Tx, rows: Sequence[telemetry.UsageRecord]) -> bool:
-    """Write ``rows`` in ``tx`` under a savepoint: ``False`` (and a log line) when the write failed, and then
-    none of them is written while the rest of ``tx`` stands — the caller's transaction goes on and commits."""
-    if not rows:
-        return True
-    try:
-        with tx.savepoint():
-            for each in rows:
-                telemetry.record_usage(tx, each)
-    except Exception:
-        logger.exception("runtime.usage_not_recorded", extra={"agent_id": rows[0].agent_id,
-                                                              "run_id": rows[0].run_id})
-        return False
-    return True
+class _NotRecorded(Exception):
+    """A usage row failed inside :func:`commit_with`'s transaction (its cause is the failure)."""
+
+
+def commit_with(db: Database, write: Callable[[Tx], object], rows: Sequence[telemetry.UsageRecord]) -> bool:
+    """``write``, then ``rows``, in one transaction, committed; ``False`` (and a log line) when the rows failed,
+    and then ``write`` was made again alone in a transaction of its own, without them.
+
+    ``write`` must keep its effects inside the transaction it is given (it may run twice).  A failure of
+    ``write`` itself, or of the commit, is the caller's, as with any transaction."""
+    if rows:
+        try:
+            with db.transaction() as tx:
+                write(tx)
+                try:
+                    for each in rows:
+                        telemetry.record_usage(tx, each)
+                except Exception as error:
+                    raise _NotRecorded() from error
+            return True
+        except _NotRecorded as failed:
+            logger.error("runtime.usage_not_recorded", exc_info=failed.__cause__,
+                         extra={"agent_id": rows[0].agent_id, "run_id": rows[0].run_id})
+    with db.transaction() as tx:
+        write(tx)
+    return not rows
 
 
 def record(db: Database, agent: Agent, *, provider: str, model: str, usage: Usage, run_id: str,
@@ -88,11 +103,15 @@ def record(db: Database, agent: Agent, *, provider: str, model: str, usage: Usag
 
 
 def record_rows(db: Database, rows: Sequence[telemetry.UsageRecord]) -> bool:
-    """:func:`record_in` in a transaction of its own (rows no later write took); a failure to begin or commit
-    is logged like a failed write."""
+    """``rows`` in a transaction of their own (rows no later write took); ``False`` (and a log line) when the
+    write failed: none of them is written then, and the caller goes on."""
+    if not rows:
+        return True
     try:
         with db.transaction() as tx:
-            return record_in(tx, rows)
+            for each in rows:
+                telemetry.record_usage(tx, each)
+        return True
     except Exception:
         logger.exception("runtime.usage_not_recorded", extra={"agent_id": rows[0].agent_id if rows else None})
         return False
