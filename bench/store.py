@@ -217,7 +217,8 @@ def run(dialect: str, db: Database) -> None:
         results.append(compare(f"{dialect}: {label}, 1 per tx", candidate, selector_each(sql, values), n=n,
                                baseline_label="BEGIN/SELECT/COMMIT", goal=EACH_GOAL))
         if not plain.sqlite:  # the store's read is one statement on PostgreSQL: the like-for-like driver call too
-            results.append(compare(f"{dialect}: {label}, 1 per tx", candidate, lone_selector(sql, values), n=n,
+            results.append(compare(f"{dialect}: {label}, 1 per tx, like for like", candidate,
+                                   lone_selector(sql, values), n=n,
                                    baseline_label="a lone SELECT (autocommit)", goal=EACH_GOAL))
 
     agent_id = sample[0].id

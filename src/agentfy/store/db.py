@@ -61,6 +61,11 @@ Statement: TypeAlias = "sa.ClauseElement | Sql | Positional | str"
 _NO_DEFAULTS: Final[dict[str, Any]] = {}
 #: How often a transaction is begun on a fresh connection after a pooled one turned out to be dead.
 _BEGIN_ATTEMPTS: Final = 3
+#: A PostgreSQL write not begun yet: its ``BEGIN`` goes with its first statement, in one round trip (a marker,
+#: never sent as SQL; see :meth:`Tx._with_begin`).
+_WITH_FIRST: Final = "BEGIN with the first statement"
+#: What ``Tx._begin`` holds while no transaction is begun on PostgreSQL: a read (``None``) or a write.
+_NOT_BEGUN: Final = (None, _WITH_FIRST)
 _LOG_CHANGE: Final = "INSERT INTO change_log (origin, payload, created_at) VALUES (?, ?, ?)"
 #: What makes a PostgreSQL ``SELECT`` more than a plain read, so that a read transaction must begin a real one
 #: for it (see :meth:`Database.transaction`): a row lock, a ``SELECT … INTO``, or a function with an effect (a
@@ -303,7 +308,7 @@ class Database:
         self._checkpoints = checkpoint_in_background(file) if file is not None else None
         #: A write on SQLite takes the write lock at BEGIN, so two writers queue on the busy timeout instead of
         #: deadlocking on a lock upgrade.
-        self._begin_write = _BEGIN_IMMEDIATE if self._sqlite else "BEGIN"
+        self._begin_write = _BEGIN_IMMEDIATE if self._sqlite else _WITH_FIRST
         #: A read on PostgreSQL begins no transaction until a statement needs one (see :meth:`transaction`).
         self._begin_read: str | None = "BEGIN" if self._sqlite else None
         #: ... and this process's writers of the file take that lock in turn (:mod:`agentfy.store.write_gate`).
@@ -389,6 +394,9 @@ class Database:
         busy timeout raise :class:`UnavailableError` before the block runs.  ``write=False`` is a read: on
         SQLite it takes no write lock (``BEGIN`` rather than ``BEGIN IMMEDIATE``).
 
+        On PostgreSQL a write's ``BEGIN`` is sent with its first statement, in one round trip rather than two
+        (psycopg's pipeline mode); a write that runs no statement begins nothing.
+
         On PostgreSQL a read begins no transaction: each of its plain reads runs as a statement of its own
         (autocommit), which saves the ``BEGIN`` and ``COMMIT`` round trips — two of the three a one-statement
         read costs.  Nothing a reader sees changes: at READ COMMITTED, the isolation the store runs at, every
@@ -430,7 +438,9 @@ class Tx:
     # connection and its cursor, given back as the same tuple) and _cursor are set when it begins; _broken
     # and _savepoints only when needed (read with a default).
     db: Database
-    _begin: str | None  # None: a PostgreSQL read with no transaction begun (yet): see Database.transaction
+    # None: a PostgreSQL read with no transaction begun (yet); _WITH_FIRST: a PostgreSQL write not begun yet
+    # (see Database.transaction); else the BEGIN that was sent.
+    _begin: str | None
     _open: bool
     _failed: bool
     _changes: list[Change] | None
@@ -441,8 +451,10 @@ class Tx:
     _savepoints: int
 
     def __enter__(self) -> Tx:
-        """Begin on a live connection.  A pooled connection the server killed fails at its ``BEGIN``: it is
-        discarded with every idle one (killed together, most likely) and a new one is tried."""
+        """Take a connection and (SQLite) begin.  On PostgreSQL nothing is sent yet: the ``BEGIN`` goes with the
+        first statement that needs it, and a pooled connection the server killed fails there, before any of the
+        caller's statements has run; it is discarded with every idle one (killed together, most likely) and a
+        new one is tried (:meth:`_again_outside`)."""
         gated = self._begin is _BEGIN_IMMEDIATE
         if gated:  # a SQLite write: this process's writers queue here, in turn
             self._queue_for_the_write_lock()
@@ -461,11 +473,12 @@ class Tx:
                 except IndexError:
                     pair = self._acquire(permitted=True)
             try:
-                # PostgreSQL connections are in autocommit mode (see agentfy.store.pool): BEGIN is explicit.
-                if self._begin is not None:
+                # PostgreSQL connections are in autocommit mode (see agentfy.store.pool): BEGIN is explicit, and
+                # sent with the first statement that needs it (Tx._with_begin); SQLite's here.
+                if self.db._sqlite:
                     pair[1].execute(self._begin)
             except Exception as error:
-                self._begin_again(pair[0], error)
+                self._begin_failed(pair[0], error)
             else:
                 self._pair, self._cursor = pair, pair[1]
             self._open = True
@@ -499,30 +512,15 @@ class Tx:
         except Exception as error:
             raise UnavailableError("the database is not reachable") from error
 
-    def _begin_again(self, connection: Any, error: Exception) -> None:
-        """After a failed ``BEGIN``: on a connection the server killed, begin on fresh ones (a few times);
-        any other failure is the caller's :class:`UnavailableError` or :class:`StoreError`."""
-        connections = self.db._connections
-        begin = self._begin
-        for attempt in range(1, _BEGIN_ATTEMPTS + 1):
-            connections.discard(connection)
-            if _is_disconnect(error, connection) and attempt < _BEGIN_ATTEMPTS:
-                connections.discard_idle()
-                pair = self._acquire()
-                connection = pair[0]
-                try:
-                    pair[1].execute(begin)
-                except Exception as again:
-                    error = again
-                    continue
-                self._pair, self._cursor = pair, pair[1]
-                return
-            if _is_disconnect(error, connection) or _is_operational(error) or _is_locked(error):
-                raise UnavailableError("the database could not begin a transaction"
-                                       + (" (it is locked by another writer)" if _is_locked(error) else ""),
-                                       ) from error
-            raise StoreError("the database could not begin a transaction") from error
-        raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
+    def _begin_failed(self, connection: Any, error: Exception) -> None:
+        """After SQLite's ``BEGIN`` failed: the connection is closed, and the failure is the caller's
+        :class:`UnavailableError` (the file locked or unreadable) or :class:`StoreError`."""
+        self.db._connections.discard(connection)
+        if _is_operational(error) or _is_locked(error):
+            raise UnavailableError("the database could not begin a transaction"
+                                   + (" (it is locked by another writer)" if _is_locked(error) else ""),
+                                   ) from error
+        raise StoreError("the database could not begin a transaction") from error
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
@@ -533,7 +531,7 @@ class Tx:
             if self._open and not self._changes and not self._failed:  # commit(), inlined for the common case
                 self._open = False
                 try:
-                    if self._begin is not None:  # a PostgreSQL read that began no transaction has none to commit
+                    if self._begin not in _NOT_BEGUN:  # (on PostgreSQL none may have been begun)
                         self._cursor.execute("COMMIT")
                 except Exception as error:
                     self._broken = True
@@ -578,7 +576,7 @@ class Tx:
         process's when the transaction commits (on PostgreSQL by ``pg_notify`` sent in this transaction, so
         it is delivered exactly when the change commits and never when it rolls back)."""
         change.check()  # refuse an unknown or oversized change now, not at COMMIT
-        if self._begin is None:  # its notification is sent in the transaction, at COMMIT
+        if self._begin in _NOT_BEGUN:  # its notification is sent in the transaction, at COMMIT
             self._begin_now()
         if self._changes is None:
             self._changes = []
@@ -597,7 +595,7 @@ class Tx:
         self._open = False
         try:
             if not self._changes:
-                if self._begin is not None:
+                if self._begin not in _NOT_BEGUN:
                     self._cursor.execute("COMMIT")
                 return
             sent_at = time.time()
@@ -631,7 +629,7 @@ class Tx:
 
     def rollback(self) -> bool:
         """End the transaction without its changes; ``False`` if the connection could not (discard it)."""
-        if not self._open or self._begin is None:  # (a read with no transaction begun: nothing to undo)
+        if not self._open or self._begin in _NOT_BEGUN:  # (no transaction begun: nothing to undo)
             self._open = False
             return not getattr(self, "_broken", False)
         self._open = False
@@ -644,7 +642,7 @@ class Tx:
     @contextmanager
     def savepoint(self) -> Iterator[None]:
         """A nested unit: rolled back alone when the block raises (the transaction stays usable)."""
-        if self._begin is None:
+        if self._begin in _NOT_BEGUN:
             self._begin_now()
         number = self._savepoints = getattr(self, "_savepoints", 0) + 1
         name = f"sp_{number}"
@@ -668,8 +666,9 @@ class Tx:
         sql, defaults = self.db._compiled.get(statement) or self.db.compiled(statement)
         if defaults:  # never a Positional statement's tuple: those bind no values of their own
             params = {**defaults, **cast(Mapping[str, Any], params or {})}
-        if self._begin is None and not _plain_read(sql):  # a PostgreSQL read, until a statement needs more
-            self._begin_now()
+        begin = self._begin
+        if begin is _WITH_FIRST or (begin is None and not _plain_read(sql)):  # PostgreSQL: nothing begun yet
+            return self._with_begin(sql, params or {})
         if self.db.tracer is not None:
             return self._traced(sql, params or {})
         try:
@@ -680,9 +679,37 @@ class Tx:
             self._failed = True
             raise self._translate(error) from error
 
+    def _with_begin(self, sql: str, params: Params) -> Any:
+        """``BEGIN`` and the statement that needs it, on PostgreSQL, in one round trip: psycopg's pipeline sends
+        both and waits once (see :meth:`Database.transaction`).  Nothing was committed before, so a connection
+        found dead is replaced and both run again on a fresh one, as a ``BEGIN`` alone would; a statement that
+        fails leaves its transaction begun (and failed), rolled back at the block's end."""
+
+        def run(cursor: Any) -> Any:
+            with cursor.connection.pipeline():  # the cursor's results are then its last statement's
+                cursor.execute("BEGIN")
+                cursor.execute(sql, params)
+            return cursor
+
+        span = nullcontext() if self.db.tracer is None else self.db.tracer.start_as_current_span(
+            "db " + (sql.lstrip().split(None, 1)[0].upper() if sql.strip() else "SQL"), kind=SpanKind.CLIENT,
+            attributes={"db.system": self.db.dialect, "db.statement": sql})
+        with span:
+            try:
+                result = run(self._cursor)
+            except Exception as error:
+                if _is_disconnect(error, self._pair[0]):
+                    result = self._again_outside(run, error)
+                else:
+                    self._begin, self._failed = "BEGIN", True
+                    raise self._translate(error) from error
+        self._begin = "BEGIN"
+        return result
+
     def _begin_now(self) -> None:
-        """A PostgreSQL read begins its transaction: a statement needs one (see :meth:`Database.transaction`).
-        The statements before it ran on their own, finished; so a dead connection is replaced, as at BEGIN."""
+        """A PostgreSQL transaction begins on its own (before what cannot go in a pipeline with it: many rows, a
+        savepoint, a recorded change's notification).  The statements before it ran on their own, finished; so a
+        dead connection is replaced, as at BEGIN."""
         try:
             self._cursor.execute("BEGIN")
         except Exception as error:
@@ -733,7 +760,7 @@ class Tx:
         sql, defaults = self.db.compiled(statement)
         if defaults:
             rows = [{**defaults, **row} for row in rows]
-        if self._begin is None:
+        if self._begin in _NOT_BEGUN:
             self._begin_now()
         try:
             self._cursor.executemany(sql, rows)
@@ -756,7 +783,7 @@ class Tx:
             return self.all(statement, params)
         sql, defaults = self.db._compiled.get(statement) or self.db.compiled(statement)
         values = {**defaults, **cast(Mapping[str, Any], params or {})} if defaults else (params or {})
-        if self._begin is None and not _plain_read(sql):
+        if self._begin is _WITH_FIRST or (self._begin is None and not _plain_read(sql)):
             self._begin_now()
         span = nullcontext() if self.db.tracer is None else self.db.tracer.start_as_current_span(
             "db SELECT", kind=SpanKind.CLIENT, attributes={"db.system": self.db.dialect, "db.statement": sql})

@@ -1,8 +1,11 @@
-"""A read on PostgreSQL begins no transaction: its plain reads run as statements of their own (no ``BEGIN``, no
-``COMMIT``: two round trips of the three a one-statement read cost), and the first statement that needs a
-transaction begins one, which the block's end commits or rolls back as any other."""
+"""What a transaction costs in round trips on PostgreSQL.  A read begins no transaction: its plain reads run as
+statements of their own (no ``BEGIN``, no ``COMMIT``: two round trips of the three a one-statement read cost),
+and the first statement that needs a transaction begins one, which the block's end commits or rolls back as
+any other.  A write's ``BEGIN`` is sent with its first statement, in one round trip (a pipeline)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import psycopg
 import pytest
@@ -14,7 +17,7 @@ from agentfy.ids import format_id
 from agentfy.store import db as db_module
 from agentfy.store.changefeed import Change
 from agentfy.store.db import Database
-from agentfy.store.errors import NotFoundError, UnavailableError
+from agentfy.store.errors import ConflictError, NotFoundError, UnavailableError
 from agentfy.store.repos import agents
 from tests.helpers.statements import recording
 from tests.helpers.tenants import make_tenant
@@ -112,6 +115,68 @@ def test_a_read_that_cannot_get_a_fresh_connection_is_unavailable_and_gives_back
     assert pg_db.pool.checked_out == 0
     with pg_db.transaction(write=False) as tx:  # and what is pooled is alive
         assert agents.list_agents(tx, acme) == []
+
+
+# -- writes: BEGIN with the first statement ----------------------------------------------------------------------
+class _Pipelines:
+    """Counts psycopg pipelines entered (each is one round trip for what it holds)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.entered = 0
+        pipeline = psycopg.Connection.pipeline
+
+        def counted(connection: psycopg.Connection[Any]) -> Any:
+            self.entered += 1
+            return pipeline(connection)
+
+        monkeypatch.setattr(psycopg.Connection, "pipeline", counted)
+
+
+def test_a_writes_begin_goes_with_its_first_statement(pg_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    acme = make_tenant(pg_db, "acme").scope
+    pipelines = _Pipelines(monkeypatch)
+    with recording(pg_db) as recorded, pg_db.transaction() as tx:
+        made = agents.create_agent(tx, acme, agent_key="bot")
+        agents.get_agent(tx, acme, made.id)
+    assert recorded.statements[0] == "BEGIN" and recorded.statements[-1] == "COMMIT", recorded.summary()
+    assert pipelines.entered == 1  # BEGIN and the INSERT: one round trip
+    with pg_db.transaction(write=False) as tx:
+        assert agents.get_agent(tx, acme, made.id).agent_key == "bot"
+
+
+def test_a_write_that_runs_nothing_sends_nothing(pg_db: Database) -> None:
+    with recording(pg_db) as recorded, pg_db.transaction():
+        pass
+    assert recorded.statements == []
+    assert pg_db.pool.checked_out == 0
+
+
+def test_a_write_whose_first_statement_fails_is_rolled_back_and_its_connection_reused(pg_db: Database) -> None:
+    acme = make_tenant(pg_db, "acme").scope
+    new_agent(pg_db, acme, "bot")
+    with recording(pg_db) as recorded:
+        with pytest.raises(ConflictError), pg_db.transaction() as tx:
+            agents.create_agent(tx, acme, agent_key="bot")  # taken: the first statement fails
+        with pg_db.transaction() as tx:
+            agents.create_agent(tx, acme, agent_key="other")
+    assert recorded.statements.count("ROLLBACK") == 1, recorded.summary()
+    with pg_db.transaction(write=False) as tx:
+        assert sorted(a.agent_key for a in agents.list_agents(tx, acme)) == ["bot", "other"]
+    assert pg_db.pool.checked_out == 0
+
+
+def test_a_write_on_a_killed_connection_begins_on_a_fresh_one(pg_db: Database) -> None:
+    acme = make_tenant(pg_db, "acme").scope
+    with pg_db.transaction(write=False) as tx:
+        pid = tx.scalar("SELECT pg_backend_pid()")
+    with psycopg.connect(pg_db.conninfo, autocommit=True) as killer:
+        killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    with pg_db.transaction() as tx:
+        made = agents.create_agent(tx, acme, agent_key="after")
+        assert tx.scalar("SELECT pg_backend_pid()") != pid
+    with pg_db.transaction(write=False) as tx:
+        assert agents.get_agent(tx, acme, made.id).agent_key == "after"
+    assert pg_db.pool.checked_out == 0
 
 
 # -- what counts as a plain read ------------------------------------------------------------------------------
