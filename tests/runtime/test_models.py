@@ -37,6 +37,7 @@ from agentfy.runtime.openai_compat import (
     OpenAIClients,
     OpenAICompatibleProvider,
     make_client,
+    request_json,
     retry_after,
 )
 from agentfy.runtime.toolbox import TOOLS, run_tool
@@ -176,10 +177,30 @@ def test_a_plain_call_sends_the_history_and_schemas_and_reads_typed_tool_calls(f
                                      usage=Usage(50, 3, 32))
     (request,) = fake.requests
     assert request.headers["authorization"] == f"Bearer {KEY}"
+    assert request.headers["content-type"] == "application/json"
     body = request.body
     assert body["model"] == "m" and "stream" not in body
     assert body["messages"] == [{"role": "system", "content": "SYSTEM"}, {"role": "user", "content": "hi"}]
     assert body["tools"][0]["function"]["parameters"] == SEARCH_MEMORY.spec.parameters
+
+
+@given(system=st.text(), texts=st.lists(st.text(), max_size=4), stream=st.booleans(),
+       tools=st.lists(st.sampled_from(sorted(TOOLS)), max_size=4))
+def test_the_request_is_the_json_of_its_parts_whatever_the_text(system: str, texts: list[str], stream: bool,
+                                                                tools: list[str]) -> None:
+    """The body is encoded by hand (each tool's JSON once, spliced in): it must parse back to exactly the
+    object the API defines, for any text (quotes, braces, control characters, any script)."""
+    specs = [TOOLS[name].spec for name in tools]
+    request = ModelRequest(system, [ChatMessage("user", text) for text in texts], specs)
+    sent = json.loads(request_json("m", request, stream=stream))
+    expected: dict[str, Any] = {"model": "m", "messages": [{"role": "system", "content": system},
+                                                           *({"role": "user", "content": t} for t in texts)]}
+    if stream:
+        expected |= {"stream": True, "stream_options": {"include_usage": True}}
+    if specs:
+        expected["tools"] = [{"type": "function", "function": {"name": spec.name, "description": spec.description,
+                                                               "parameters": spec.parameters}} for spec in specs]
+    assert sent == expected
 
 
 def test_a_history_with_typed_tool_calls_is_sent_as_json_arguments(fake: FakeOpenAI) -> None:

@@ -45,15 +45,15 @@ from agentfy.runtime.model import (
 from agentfy.runtime.sdk_clients import SdkClients
 
 __all__ = ["PLACEHOLDER_KEY", "CallPolicy", "OpenAIClients", "OpenAICompatibleProvider", "make_client",
-           "model_error", "parse_response", "parse_usage", "request_body", "retry_after", "retryable"]
+           "model_error", "parse_response", "parse_usage", "request_json", "retry_after", "retryable"]
 
 #: The key sent when the agent names no credential (a local server that checks none); the SDK needs one.
 PLACEHOLDER_KEY: Final = "no-key"
-#: The calls go through the SDK's own ``post`` with the JSON body this module builds and the answers read as
-#: sent (``cast_to=object``): the SDK still does the HTTP, the streaming, the authentication and the error
-#: classes, but neither re-validates our body against its typed parameters nor builds a model object per chunk
-#: that would only be turned back into a dict — about a millisecond per call before the first token (measured
-#: by ``make bench-openai-latency``).
+#: The calls go through the SDK's own ``post`` with the JSON body this module encodes (:func:`request_json`,
+#: bytes the SDK sends as they are) and the answers read as sent (``cast_to=object``): the SDK still does the
+#: HTTP, the streaming, the authentication and the error classes, but neither re-validates our body against its
+#: typed parameters nor builds a model object per chunk that would only be turned back into a dict — about a
+#: millisecond per call before the first token (measured by ``make bench-openai-latency``).
 CHAT_COMPLETIONS: Final = "/chat/completions"
 #: HTTP statuses worth another try: the server timed out, rate-limited or failed, not the request.
 RETRIED_STATUSES: Final = frozenset({408, 429})
@@ -94,20 +94,20 @@ class OpenAICompatibleProvider:
         await self._clients.aclose()
 
     async def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelResponse:
-        arguments = request_body(self.model, request)
+        body = request_json(self.model, request, stream=on_text is not None)  # bytes the SDK sends as they are
         progress = Progress(on_text)
 
         async def attempt() -> ModelResponse:
             async with self._clients.lease(self.base_url, self._api_key) as client:
                 if on_text is None:
-                    return await self._plain(client, arguments)
-                return await self._streamed(client, arguments, progress)
+                    return await self._plain(client, body)
+                return await self._streamed(client, body, progress)
 
         return await call_with_policy(self.policy, ERRORS, self.base_url, attempt, progress=progress,
                                       sleep=self._sleep)
 
-    async def _plain(self, client: openai.AsyncOpenAI, arguments: dict[str, Any]) -> ModelResponse:
-        completion = await client.post(CHAT_COMPLETIONS, body=arguments, cast_to=object,
+    async def _plain(self, client: openai.AsyncOpenAI, body: bytes) -> ModelResponse:
+        completion = await client.post(CHAT_COMPLETIONS, content=body, cast_to=object,
                                        options={"timeout": self.policy.timeout_seconds})
         try:
             if not isinstance(completion, Mapping):
@@ -116,10 +116,8 @@ class OpenAICompatibleProvider:
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise self._malformed() from None
 
-    async def _streamed(self, client: openai.AsyncOpenAI, arguments: dict[str, Any],
-                        progress: Progress) -> ModelResponse:
-        stream = await client.post(CHAT_COMPLETIONS, body={**arguments, "stream": True,
-                                                           "stream_options": {"include_usage": True}},
+    async def _streamed(self, client: openai.AsyncOpenAI, body: bytes, progress: Progress) -> ModelResponse:
+        stream = await client.post(CHAT_COMPLETIONS, content=body,
                                    cast_to=object, stream=True, stream_cls=openai.AsyncStream[object],
                                    options={"timeout": self.policy.timeout_seconds})
         assembly = _Assembly()
@@ -247,15 +245,43 @@ def _message(message: ChatMessage) -> dict[str, Any]:
     return out
 
 
-def request_body(model: str, request: ModelRequest) -> dict[str, Any]:
-    """The chat-completions arguments of ``request``: the system prompt first, then the history, then the
-    tools."""
+#: Each tool's JSON as sent, by the spec's identity (the entry keeps its spec alive, so no other object can take
+#: its ID): a tool is defined once and offered on every call, and encoding the 21 built-in tools' schemas
+#: (11 kB) was 0.1 ms of every call, nine tenths of the request's encoding.  Bounded, for tools made per run
+#: (an MCP server's): past the bound it starts over.
+_TOOL_JSON: dict[int, tuple[ToolSpec, str]] = {}
+_TOOL_JSON_KEPT: Final = 4096
+
+
+def _json(value: Any) -> str:
+    """JSON as the SDK would send it (compact, UTF-8 kept, no NaN)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _tool_json(spec: ToolSpec) -> str:
+    kept = _TOOL_JSON.get(id(spec))
+    if kept is not None:
+        return kept[1]
+    if len(_TOOL_JSON) >= _TOOL_JSON_KEPT:
+        _TOOL_JSON.clear()
+    text = _json(_tool(spec))
+    _TOOL_JSON[id(spec)] = (spec, text)
+    return text
+
+
+def request_json(model: str, request: ModelRequest, *, stream: bool) -> bytes:
+    """The chat-completions request of ``request`` as the bytes sent: the system prompt first, then the history,
+    then the tools (each encoded once, :data:`_TOOL_JSON`); ``stream``: streamed, with the usage at the end."""
     body: dict[str, Any] = {"model": model,
                             "messages": [{"role": "system", "content": request.system_prompt},
                                          *(_message(m) for m in request.messages)]}
-    if request.tools:
-        body["tools"] = [_tool(spec) for spec in request.tools]
-    return body
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    text = _json(body)
+    if request.tools:  # spliced in before the object's closing brace
+        text = f'{text[:-1]},"tools":[{",".join(_tool_json(spec) for spec in request.tools)}]}}'
+    return text.encode()
 
 
 def _arguments(text: Any) -> dict[str, Any]:
