@@ -179,6 +179,28 @@ def test_a_write_on_a_killed_connection_begins_on_a_fresh_one(pg_db: Database) -
     assert pg_db.pool.checked_out == 0
 
 
+def test_a_first_statement_that_fails_on_the_fresh_connection_leaves_no_transaction_in_the_pool(
+        pg_db: Database) -> None:
+    """Its pooled connection was dead, so BEGIN and the statement ran again on a new one, where the statement
+    failed (a taken key): that transaction is rolled back, and the connection goes back to the pool clean."""
+    acme = make_tenant(pg_db, "acme").scope
+    new_agent(pg_db, acme, "bot")
+    with pg_db.transaction(write=False) as tx:
+        pid = tx.scalar("SELECT pg_backend_pid()")
+    with psycopg.connect(pg_db.conninfo, autocommit=True) as killer:
+        killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    with pytest.raises(ConflictError), pg_db.transaction() as tx:
+        agents.create_agent(tx, acme, agent_key="bot")
+    assert pg_db.pool.checked_out == 0
+    with psycopg.connect(pg_db.conninfo, autocommit=True) as watcher:
+        in_transaction = watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                                         " AND state LIKE 'idle in transaction%%'").fetchone()
+    assert in_transaction == (0,)
+    for number in range(3):  # and whichever pooled connection the next ones get, they work
+        with pg_db.transaction() as tx:
+            agents.create_agent(tx, acme, agent_key=f"more-{number}")
+
+
 # -- what counts as a plain read ------------------------------------------------------------------------------
 PLAIN = ["SELECT 1", "select id from agents where tenant_id = %s", "  (SELECT a FROM t) UNION (SELECT b FROM u)",
          "SELECT count(*) FROM sessions WHERE status = 'open'", "SELECT pg_backend_pid()",

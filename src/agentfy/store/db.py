@@ -69,8 +69,9 @@ _NOT_BEGUN: Final = (None, _WITH_FIRST)
 _LOG_CHANGE: Final = "INSERT INTO change_log (origin, payload, created_at) VALUES (?, ?, ?)"
 #: What makes a PostgreSQL ``SELECT`` more than a plain read, so that a read transaction must begin a real one
 #: for it (see :meth:`Database.transaction`): a row lock, a ``SELECT … INTO``, or a function with an effect (a
-#: notification, a sequence, a setting, an advisory lock, a transaction ID).  A false match costs a ``BEGIN``;
-#: a missed one would run that statement outside a transaction, so the list errs towards matching.
+#: notification, a sequence, a setting, an advisory lock, a transaction ID).  A false match costs a transaction
+#: (its ``COMMIT``); a missed one would run that statement outside a transaction, so the list errs towards
+#: matching.
 _NOT_PLAIN: Final = re.compile(
     r"\bFOR\s+(?:NO\s+KEY\s+|KEY\s+)?(?:UPDATE|SHARE)\b|\bINTO\b|\b(?:pg_notify|nextval|setval|currval|lastval"
     r"|set_config|pg_(?:try_)?advisory\w*|txid_current\w*|pg_current_xact_id\w*)\s*\(", re.IGNORECASE)
@@ -698,11 +699,14 @@ class Tx:
             try:
                 result = run(self._cursor)
             except Exception as error:
-                if _is_disconnect(error, self._pair[0]):
-                    result = self._again_outside(run, error)
-                else:
-                    self._begin, self._failed = "BEGIN", True
+                # Begun from here on, whatever happens next: a failed statement (here or on a fresh connection)
+                # leaves its transaction open for the block's end to roll back, and a ROLLBACK on a dead
+                # connection fails, which drops it.
+                self._begin = "BEGIN"
+                if not _is_disconnect(error, self._pair[0]):
+                    self._failed = True
                     raise self._translate(error) from error
+                result = self._again_outside(run, error)
         self._begin = "BEGIN"
         return result
 
@@ -713,6 +717,7 @@ class Tx:
         try:
             self._cursor.execute("BEGIN")
         except Exception as error:
+            self._begin = "BEGIN"  # as in _with_begin
             self._again_outside(lambda cursor: cursor.execute("BEGIN"), error)
         self._begin = "BEGIN"
 
