@@ -5,8 +5,8 @@ closed first, so none escapes), and records each ``execute`` and ``executemany``
 so :attr:`Recorded.transactions` counts the transactions.  On PostgreSQL every recorded call is one round trip
 to the server (the connections are in autocommit mode; ``BEGIN`` and ``COMMIT`` are statements of their own),
 except that a ``BEGIN`` goes in one pipeline with the statement after it: :attr:`Recorded.round_trips` counts
-statements, an upper bound there; on SQLite each is a call into the embedded engine.  The run locks' own connection (PostgreSQL's advisory
-locks, outside the pool) is not counted here.
+statements, an upper bound there; on SQLite each is a call into the embedded engine.  The run locks' own
+connection (PostgreSQL's advisory locks, outside the pool) is not counted here.
 """
 
 from __future__ import annotations
