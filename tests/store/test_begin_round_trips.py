@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 from hypothesis import given
 from hypothesis import strategies as st
+from opentelemetry import trace
 
 from agentfy.ids import format_id
 from agentfy.store import db as db_module
@@ -85,9 +86,13 @@ def test_a_change_recorded_in_a_read_is_sent_when_it_commits(pg_db: Database) ->
     assert any(change.key == "noted" for change in seen)
 
 
-def test_a_read_whose_connection_dies_between_statements_goes_on_on_a_fresh_one(pg_db: Database) -> None:
+@pytest.mark.parametrize("traced", [False, True], ids=["untraced", "traced"])
+def test_a_read_whose_connection_dies_between_statements_goes_on_on_a_fresh_one(pg_db: Database,
+                                                                                   traced: bool) -> None:
     acme = make_tenant(pg_db, "acme").scope
     new_agent(pg_db, acme, "bot")
+    if traced:  # statements then run in spans (a no-op tracer here): the same rule
+        pg_db.tracer = trace.get_tracer("tests")
     with pg_db.transaction(write=False) as tx:
         pid = tx.scalar("SELECT pg_backend_pid()")
         with psycopg.connect(pg_db.conninfo, autocommit=True) as killer:

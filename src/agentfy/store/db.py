@@ -22,7 +22,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Final, TypeAlias, cast
@@ -692,10 +692,7 @@ class Tx:
                 cursor.execute(sql, params)
             return cursor
 
-        span = nullcontext() if self.db.tracer is None else self.db.tracer.start_as_current_span(
-            "db " + (sql.lstrip().split(None, 1)[0].upper() if sql.strip() else "SQL"), kind=SpanKind.CLIENT,
-            attributes={"db.system": self.db.dialect, "db.statement": sql})
-        with span:
+        with self._span(sql):
             try:
                 result = run(self._cursor)
             except Exception as error:
@@ -746,16 +743,22 @@ class Tx:
                 error = again
         raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
 
-    def _traced(self, sql: str, params: Params) -> Any:
-        """:meth:`execute` inside a span: the statement's SQL (never its parameter values) and the engine."""
-        assert self.db.tracer is not None
+    def _span(self, sql: str) -> AbstractContextManager[Any]:
+        """A statement's span when tracing is on: its SQL (never its parameter values) and the engine."""
+        if self.db.tracer is None:
+            return nullcontext()
         verb = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else "SQL"
-        with self.db.tracer.start_as_current_span(f"db {verb}", kind=SpanKind.CLIENT,
-                                                  attributes={"db.system": self.db.dialect,
-                                                              "db.statement": sql}):
+        return self.db.tracer.start_as_current_span(f"db {verb}", kind=SpanKind.CLIENT,
+                                                    attributes={"db.system": self.db.dialect, "db.statement": sql})
+
+    def _traced(self, sql: str, params: Params) -> Any:
+        """:meth:`execute` inside its span."""
+        with self._span(sql):
             try:
                 return self._cursor.execute(sql, params)
             except Exception as error:
+                if self._begin is None:  # as in execute()
+                    return self._again_outside(lambda cursor: cursor.execute(sql, params), error)
                 self._failed = True
                 raise self._translate(error) from error
 
@@ -790,15 +793,13 @@ class Tx:
         values = {**defaults, **cast(Mapping[str, Any], params or {})} if defaults else (params or {})
         if self._begin is _WITH_FIRST or (self._begin is None and not _plain_read(sql)):
             self._begin_now()
-        span = nullcontext() if self.db.tracer is None else self.db.tracer.start_as_current_span(
-            "db SELECT", kind=SpanKind.CLIENT, attributes={"db.system": self.db.dialect, "db.statement": sql})
 
         def rows(on: Any) -> list[Row]:
             with on.connection.cursor(binary=True) as cursor:
                 cursor.execute(sql, values)
                 return [tuple(r) for r in cursor.fetchall()]
 
-        with span:
+        with self._span(sql):
             try:
                 return rows(self._cursor)
             except Exception as error:
