@@ -75,15 +75,21 @@ _LOG_CHANGE: Final = "INSERT INTO change_log (origin, payload, created_at) VALUE
 _NOT_PLAIN: Final = re.compile(
     r"\bFOR\s+(?:NO\s+KEY\s+|KEY\s+)?(?:UPDATE|SHARE)\b|\bINTO\b|\b(?:pg_notify|nextval|setval|currval|lastval"
     r"|set_config|pg_(?:try_)?advisory\w*|txid_current\w*|pg_current_xact_id\w*)\s*\(", re.IGNORECASE)
-#: SQL texts found to be plain reads, so each is classified once (bounded: see :func:`_plain_read`).
-_PLAIN_READS: set[str] = set()
+#: Each SQL text's answer (plain read or not), so each is classified once (bounded: see :func:`_plain_read`).
+_PLAIN_READS: dict[str, bool] = {}
 _PLAIN_READS_KEPT: Final = 4096
 
 
 def _plain_read(sql: str) -> bool:
     """Whether ``sql`` only reads: a ``SELECT`` with no row lock and no function with an effect."""
-    if sql in _PLAIN_READS:
-        return True
+    known = _PLAIN_READS.get(sql)
+    if known is not None:
+        return known
+    plain = sql.lstrip(" \t\n(").upper().startswith("SELECT") and _NOT_PLAIN.search(sql) is None
+    if len(_PLAIN_READS) >= _PLAIN_READS_KEPT:  # texts built per call (IN lists of many lengths): start over
+        _PLAIN_READS.clear()
+    _PLAIN_READS[sql] = plain
+    return plain
     if not sql.lstrip(" \t\n(").upper().startswith("SELECT") or _NOT_PLAIN.search(sql):
         return False
     if len(_PLAIN_READS) >= _PLAIN_READS_KEPT:  # texts built per call (IN lists of many lengths): start over
